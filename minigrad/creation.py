@@ -1,0 +1,136 @@
+"""Functions that make tensors: from data, filled, random, ranges; and joining tensors."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .ops.elementwise import Where
+from .ops.shape import Cat, Stack
+from .random import generator
+from .tensor import Tensor, to_array
+
+
+def _shape(size: tuple) -> tuple[int, ...]:
+    return tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else tuple(size)
+
+
+def _made(data: np.ndarray, requires_grad: bool) -> Tensor:
+    return Tensor(data, requires_grad=requires_grad)
+
+
+def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
+    """A new leaf tensor holding a copy of `data` (float32 for Python numbers and lists)."""
+    return _made(np.array(to_array(data, dtype), copy=True), requires_grad)
+
+
+def zeros(*size: Any, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:
+    return _made(np.zeros(_shape(size), dtype=dtype), requires_grad)
+
+
+def ones(*size: Any, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:
+    return _made(np.ones(_shape(size), dtype=dtype), requires_grad)
+
+
+def full(size: Sequence[int], fill_value: float, dtype: Any = np.float32,
+         requires_grad: bool = False) -> Tensor:
+    return _made(np.full(tuple(size), fill_value, dtype=dtype), requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:
+    return _made(np.eye(n, m, dtype=dtype), requires_grad)
+
+
+def randn(*size: Any, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples from the global generator (see `manual_seed`)."""
+    return _made(generator().standard_normal(_shape(size)).astype(dtype), requires_grad)
+
+
+def rand(*size: Any, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1) from the global generator."""
+    return _made(generator().random(_shape(size)).astype(dtype), requires_grad)
+
+
+def randint(low: int, high: int, size: Sequence[int]) -> Tensor:
+    return _made(generator().integers(low, high, tuple(size), dtype=np.int64), False)
+
+
+def arange(start: float, end: float | None = None, step: float = 1, dtype: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """Like torch.arange: int64 when every argument is an int, else float32."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        ints = all(isinstance(v, int) for v in (start, end, step))
+        dtype = np.int64 if ints else np.float32
+    return _made(np.arange(start, end, step, dtype=dtype), requires_grad)
+
+
+def _like(x: Tensor, fill: Any, dtype: Any, requires_grad: bool) -> Tensor:
+    return _made(np.full(x.shape, fill, dtype=dtype or x.dtype), requires_grad)
+
+
+def zeros_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return _like(x, 0, dtype, requires_grad)
+
+
+def ones_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return _like(x, 1, dtype, requires_grad)
+
+
+def full_like(x: Tensor, fill_value: float, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return _like(x, fill_value, dtype, requires_grad)
+
+
+def randn_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return randn(*x.shape, dtype=dtype or x.dtype, requires_grad=requires_grad)
+
+
+def rand_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return rand(*x.shape, dtype=dtype or x.dtype, requires_grad=requires_grad)
+
+
+def as_tensor(x: Any) -> Tensor:
+    """`x` itself if it is a Tensor, else a constant tensor (no copy of numpy arrays)."""
+    return x if isinstance(x, Tensor) else Tensor(x)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join tensors along an existing axis."""
+    if not tensors:
+        raise ValueError("cat: expected a non-empty sequence of tensors")
+    return Cat.apply(*[as_tensor(t) for t in tensors], dim=dim)
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join same-shaped tensors along a new axis."""
+    if not tensors:
+        raise ValueError("stack: expected a non-empty sequence of tensors")
+    return Stack.apply(*[as_tensor(t) for t in tensors], dim=dim)
+
+
+def where(condition: Any, input: Any, other: Any) -> Tensor:
+    """Elementwise `input` where condition is True, else `other` (all three broadcast)."""
+    cond = as_tensor(condition)
+    if cond.dtype != np.bool_:
+        raise TypeError(f"where: the condition must be boolean, not {cond.dtype}")
+    a = input if isinstance(input, Tensor) else None
+    b = other if isinstance(other, Tensor) else None
+    ref = a if a is not None else b
+    a = a if a is not None else (ref._other(input) if ref is not None else as_tensor(input))
+    b = b if b is not None else a._other(other)
+    try:
+        return Where.apply(cond, a, b)
+    except ValueError:
+        raise ValueError(
+            f"where: shapes {cond.shape}, {a.shape} and {b.shape} do not broadcast"
+        ) from None
+
+
+def maximum(a: Any, b: Any) -> Tensor:
+    return as_tensor(a).maximum(b)
+
+
+def minimum(a: Any, b: Any) -> Tensor:
+    return as_tensor(a).minimum(b)

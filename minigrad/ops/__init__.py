@@ -1,0 +1,1 @@
+"""The differentiable ops, one `Function` subclass each, grouped by kind."""

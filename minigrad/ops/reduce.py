@@ -1,0 +1,191 @@
+"""Reductions (sum, mean, max, min, var, logsumexp) and the fused softmax / log-softmax.
+
+`dim` is None (all axes), an int or a tuple of ints, negative counting from the end;
+`keepdim` keeps reduced axes with size 1, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function
+
+
+def normalize_dims(dim, ndim: int, op: str) -> tuple[int, ...]:
+    """`dim` (None, int or tuple) as a sorted tuple of non-negative axes, checked."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    out = []
+    for d in dims:
+        if not -max(ndim, 1) <= d < max(ndim, 1):
+            raise IndexError(f"{op}: dim {d} is out of range for a tensor of {ndim} dimensions")
+        out.append(int(d) % max(ndim, 1) if ndim else 0)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{op}: dim {dim} repeats an axis")
+    return tuple(sorted(out)) if ndim else ()
+
+
+def _keep(g: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> np.ndarray:
+    """Put back the reduced axes (size 1) so that g broadcasts against the input."""
+    return g if keepdim else np.expand_dims(g, axes)
+
+
+class Sum(Function):
+    """z = sum_i x_i over dim       dx = g broadcast back over the summed axes"""
+
+    @staticmethod
+    def forward(ctx, x, *, dim=None, keepdim=False):
+        ctx.axes, ctx.keepdim, ctx.shape = normalize_dims(dim, x.ndim, "sum"), keepdim, x.shape
+        return x.sum(axis=ctx.axes, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.broadcast_to(_keep(g, ctx.axes, ctx.keepdim), ctx.shape)
+
+
+class Mean(Function):
+    """z = sum_i x_i / n over dim       dx = g / n broadcast back (n = number averaged)"""
+
+    @staticmethod
+    def forward(ctx, x, *, dim=None, keepdim=False):
+        ctx.axes, ctx.keepdim, ctx.shape = normalize_dims(dim, x.ndim, "mean"), keepdim, x.shape
+        ctx.n = int(np.prod([x.shape[a] for a in ctx.axes]))
+        if ctx.n == 0:
+            raise ValueError(f"mean: cannot average over an empty dimension of shape {x.shape}")
+        return x.mean(axis=ctx.axes, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.broadcast_to(_keep(g, ctx.axes, ctx.keepdim) / ctx.n, ctx.shape)
+
+
+class Max(Function):
+    """z = max_i x_i over dim       dx = g * [x_i == z] / (number of ties)
+
+    Tied maxima share the gradient equally, as PyTorch's amax does.
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, dim=None, keepdim=False, op="max"):
+        axes = normalize_dims(dim, x.ndim, op)
+        if any(x.shape[a] == 0 for a in axes):
+            raise ValueError(f"{op}: cannot reduce an empty dimension of shape {x.shape}")
+        reduce = np.max if op == "max" else np.min
+        z = reduce(x, axis=axes, keepdims=True)
+        ctx.save_for_backward(x, z)
+        ctx.axes, ctx.keepdim = axes, keepdim
+        return z if keepdim else np.squeeze(z, axis=axes)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, z = ctx.saved
+        winners = x == z
+        share = winners / winners.sum(axis=ctx.axes, keepdims=True)
+        return _keep(g, ctx.axes, ctx.keepdim) * share.astype(g.dtype, copy=False)
+
+
+class Min(Max):
+    """z = min_i x_i over dim       dx = g * [x_i == z] / (number of ties)"""
+
+    @staticmethod
+    def forward(ctx, x, *, dim=None, keepdim=False):
+        return Max.forward(ctx, x, dim=dim, keepdim=keepdim, op="min")
+
+
+class Var(Function):
+    """v = sum_i (x_i - mean)**2 / (n - correction)       dx = g * 2 (x - mean) / (n - correction)
+
+    The mean's own dependence on x drops out because sum_i (x_i - mean) = 0.
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, dim=None, keepdim=False, correction=1):
+        axes = normalize_dims(dim, x.ndim, "var")
+        n = int(np.prod([x.shape[a] for a in axes]))
+        d = x - x.mean(axis=axes, keepdims=True)
+        ctx.save_for_backward(d)
+        ctx.axes, ctx.keepdim, ctx.denom = axes, keepdim, max(n - correction, 0)
+        with np.errstate(divide="ignore", invalid="ignore"):  # n <= correction gives nan/inf
+            return (d * d).sum(axis=axes, keepdims=keepdim) / x.dtype.type(ctx.denom)
+
+    @staticmethod
+    def backward(ctx, g):
+        (d,) = ctx.saved
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _keep(g, ctx.axes, ctx.keepdim) * d * (2 / d.dtype.type(ctx.denom))
+
+
+class LogSumExp(Function):
+    """z = log sum_i exp(x_i) = m + log sum_i exp(x_i - m), m = max x    dx = g * exp(x - z)
+
+    Subtracting the max keeps exp from overflowing; a row of -inf gives -inf.
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, dim=None, keepdim=False):
+        axes = normalize_dims(dim, x.ndim, "logsumexp")
+        m = _finite_max(x, axes)
+        with np.errstate(divide="ignore"):
+            z = np.log(np.exp(x - m).sum(axis=axes, keepdims=True)) + m
+        ctx.save_for_backward(x, z)
+        ctx.axes, ctx.keepdim = axes, keepdim
+        return z if keepdim else np.squeeze(z, axis=axes)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, z = ctx.saved
+        with np.errstate(invalid="ignore"):
+            p = np.exp(x - z)
+        return _keep(g, ctx.axes, ctx.keepdim) * np.nan_to_num(p, nan=0.0)
+
+
+def _finite_max(x: np.ndarray, axes) -> np.ndarray:
+    """max over axes (keepdims), with 0 where the max is infinite, so that x - m is safe."""
+    if x.size == 0:
+        return np.zeros([1 if a in axes else s for a, s in enumerate(x.shape)], x.dtype)
+    m = np.max(x, axis=axes, keepdims=True)
+    return np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
+
+
+class Softmax(Function):
+    """z_i = exp(x_i) / sum_j exp(x_j) along dim      dx = z * (g - sum_j g_j z_j)
+
+    Stable for huge logits (subtracts the row max). A row that is all -inf (every entry
+    masked) gives zeros rather than NaN, and no gradient.
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, dim=-1):
+        axis = normalize_dims(dim, x.ndim, "softmax")
+        e = np.exp(x - _finite_max(x, axis))
+        s = e.sum(axis=axis, keepdims=True)
+        z = e / np.where(s == 0, 1, s)
+        ctx.save_for_backward(z)
+        ctx.axis = axis
+        return z
+
+    @staticmethod
+    def backward(ctx, g):
+        (z,) = ctx.saved
+        gz = g * z
+        return gz - z * gz.sum(axis=ctx.axis, keepdims=True)
+
+
+class LogSoftmax(Function):
+    """y_i = x_i - logsumexp(x) along dim      dx = g - exp(y) * sum_j g_j"""
+
+    @staticmethod
+    def forward(ctx, x, *, dim=-1):
+        axis = normalize_dims(dim, x.ndim, "log_softmax")
+        shifted = x - _finite_max(x, axis)
+        with np.errstate(divide="ignore"):
+            y = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+        ctx.save_for_backward(y)
+        ctx.axis = axis
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved
+        return g - np.exp(y) * g.sum(axis=ctx.axis, keepdims=True)

@@ -1,0 +1,43 @@
+"""Save and load dictionaries of arrays as .npz files, written atomically."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any, Mapping
+
+import numpy as np
+
+
+def save(obj: Mapping[str, Any], path: str | os.PathLike) -> None:
+    """Write a dict of arrays (or tensors) to `path` as .npz.
+
+    The file is first written beside its destination and then renamed over it, so a crash
+    leaves either the old file or the new one, never half of one.
+    """
+    arrays = {k: np.asarray(getattr(v, "data", v)) for k, v in obj.items()}
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".npz")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Read a dict of arrays written by `save` (no pickled objects are ever loaded)."""
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            return {k: f[k] for k in f.files}
+    except FileNotFoundError:
+        raise FileNotFoundError(f"load: no such file: {os.fspath(path)}") from None
+    except (ValueError, OSError) as e:
+        raise ValueError(f"load: {os.fspath(path)} is not a minigrad .npz file ({e})") from None
