@@ -1,0 +1,1 @@
+"""Models of the transformer family built on minigrad.nn."""
