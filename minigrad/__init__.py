@@ -7,6 +7,7 @@
 
 import numpy as np
 
+from . import optim
 from .autograd import Function, enable_grad, is_grad_enabled, no_grad, unbroadcast
 from .creation import (
     arange,
@@ -34,6 +35,8 @@ from .gradcheck import GradcheckError, gradcheck
 from .random import manual_seed
 from .serialization import load, save
 from .tensor import Tensor
+from .threads import get_num_threads, set_num_threads
+from .viz.anomaly import AnomalyError, detect_anomaly
 
 float32, float64, int64, int32 = np.float32, np.float64, np.int64, np.int32
 bool_ = np.bool_
@@ -41,9 +44,10 @@ bool_ = np.bool_
 __version__ = "0.1.0"
 
 __all__ = [
-    "Function", "GradcheckError", "Tensor", "arange", "as_tensor", "bool_", "cat",
-    "enable_grad", "eye", "float32", "float64", "full", "full_like", "gradcheck", "int32",
-    "int64", "is_grad_enabled", "load", "manual_seed", "maximum", "minimum", "no_grad", "ones",
-    "ones_like", "rand", "rand_like", "randint", "randn", "randn_like", "save", "stack",
-    "tensor", "unbroadcast", "where", "zeros", "zeros_like",
+    "AnomalyError", "Function", "GradcheckError", "Tensor", "arange", "as_tensor", "bool_", "cat",
+    "detect_anomaly", "enable_grad", "eye", "float32", "float64", "full", "full_like",
+    "get_num_threads", "gradcheck", "int32", "int64", "is_grad_enabled", "load", "manual_seed",
+    "maximum", "minimum", "no_grad", "ones", "ones_like", "rand", "rand_like", "randint", "randn",
+    "randn_like", "save", "set_num_threads", "stack", "tensor", "unbroadcast", "where", "zeros",
+    "zeros_like",
 ]
