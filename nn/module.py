@@ -85,7 +85,8 @@ class Module:
             yield m
 
     def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Parameter]]:
-        """Every parameter once (a tied weight under the first name it is found by)."""
+        """Every parameter once: a tied weight appears under the first name it is found by
+        (so state dicts hold it once, unlike PyTorch's, which list every name)."""
         seen: set[int] = set()
         for path, module in self.named_modules(prefix):
             for name, value in module._members():
@@ -151,10 +152,13 @@ class Module:
             problems.append("wrong shape: " + "; ".join(wrong))
         if problems:
             raise ValueError(f"load_state_dict into {type(self).__name__}: " + " | ".join(problems))
-        for k, v in state.items():
-            if k in params:
-                p = params[k]
-                p.data = np.array(getattr(v, "data", v), dtype=p.dtype)
+        try:  # convert everything first: a value that fails to convert must not leave a half load
+            arrays = {k: np.array(getattr(v, "data", v), dtype=params[k].dtype) for k, v in state.items()
+                      if k in params}
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"load_state_dict into {type(self).__name__}: {e}") from None
+        for k, a in arrays.items():
+            params[k].data = a
 
     # ------------------------------------------------------------------ printing
 

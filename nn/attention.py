@@ -1,0 +1,295 @@
+"""Attention layers: multi-head scaled dot-product, additive (Bahdanau) and bilinear attention,
+and the mask helpers.
+
+The mask rule, for every mask in minigrad:
+    * A boolean mask means **True = may attend**: query i may look at key j where
+      mask[..., i, j] is True (the lecture's `scores.masked_fill(~mask, -inf)`, and PyTorch's
+      `F.scaled_dot_product_attention` rule).
+    * It broadcasts to the weights' shape (B, H, Tq, Tk) (to (B, Tq, Tk) for the single-head
+      layers): a (Tq, Tk) mask is shared by the whole batch, a (B, 1, 1, Tk) mask from
+      `padding_mask` hides padded keys of each sequence.
+    * A float mask is added to the scores (0 = keep, -inf = forbid, anything else biases).
+    * Masking happens before the softmax, as -inf, so the remaining weights of a row still
+      sum to 1; a row with nothing to attend to gives weights 0 and output 0, never NaN.
+    * `is_causal=True` builds the causal mask tril(ones(Tq, Tk)) (aligned top-left, as in
+      PyTorch) and combines it with any mask given: a key must pass both.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from minigrad import Tensor
+
+from . import init
+from .fused_attention import _causal, attention_reference, scaled_dot_product_attention
+from .layers import Linear
+from .module import Module, Parameter
+
+# ----------------------------------------------------------------------------- masks
+
+
+def causal_mask(T: int, S: int | None = None) -> Tensor:
+    """(T, S) bool, True where key j <= query i: each position sees itself and the past.
+
+    S defaults to T. For T != S the mask is aligned top-left (tril(ones(T, S))), as in PyTorch.
+    """
+    return Tensor(_causal(T, T if S is None else S))
+
+
+def padding_mask(lengths_or_tokens: Any, pad: int | None = None, max_len: int | None = None) -> Tensor:
+    """A key-padding mask (B, 1, 1, T), True at real tokens, False at padding.
+
+    Args:
+        lengths_or_tokens: either the lengths of the B sequences (1-D, ints), or a (B, T)
+            tensor of token ids padded with `pad`.
+        pad: the padding id; give it exactly when passing tokens.
+        max_len: with lengths, the padded length T (default: the longest length).
+
+    Returns:
+        a bool Tensor (B, 1, 1, T) that broadcasts against the weights (B, H, Tq, T).
+    """
+    data = np.asarray(getattr(lengths_or_tokens, "data", lengths_or_tokens))
+    if data.dtype.kind not in "iu":
+        raise TypeError(f"padding_mask: expected integer lengths or token ids, not {data.dtype}")
+    if pad is not None:
+        if data.ndim != 2:
+            raise ValueError(f"padding_mask: tokens must have shape (B, T), got {data.shape}")
+        if max_len is not None:
+            raise ValueError("padding_mask: max_len goes with lengths; tokens already give T")
+        keep = data != pad
+    else:
+        if data.ndim != 1:
+            raise ValueError(
+                f"padding_mask: lengths must be 1-D, got shape {data.shape} "
+                "(for a (B, T) tensor of token ids pass pad=<padding id>)"
+            )
+        longest = int(data.max(initial=0))
+        T = longest if max_len is None else max_len
+        if longest > T or (data.size and data.min() < 0):
+            raise ValueError(f"padding_mask: lengths {data.tolist()} must lie in [0, max_len={T}]")
+        keep = np.arange(T) < data[:, None]
+    return Tensor(keep[:, None, None, :])
+
+
+def masked_softmax(scores: Tensor, mask: Any = None, name: str = "masked_softmax") -> Tensor:
+    """softmax over the last axis of `scores` (..., Tq, Tk) after applying `mask` (the rule above)."""
+    if mask is None:
+        return scores.softmax(dim=-1)
+    m = mask if isinstance(mask, Tensor) else Tensor(np.asarray(mask))
+    try:
+        shape = np.broadcast_shapes(m.shape, scores.shape)
+    except ValueError:
+        shape = None
+    if shape != scores.shape:
+        raise ValueError(
+            f"{name}: mask of shape {m.shape} does not broadcast to the scores' shape {scores.shape}"
+        )
+    if m.dtype == np.bool_:
+        scores = scores.masked_fill(~m, -math.inf)
+    elif m.dtype.kind == "f":
+        scores = scores + m
+    else:
+        raise TypeError(f"{name}: the mask must be bool (True = may attend) or float, not {m.dtype}")
+    return scores.softmax(dim=-1)
+
+
+# ----------------------------------------------------------------------------- multi-head
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention: h heads of scaled dot-product attention side by side.
+
+        head_i = softmax(Q_i K_i^T / sqrt(D) + mask) V_i,   Q_i = query W_q,i ...
+        MHA(query, key, value) = concat(head_1, ..., head_h) W_o
+
+    The projections are four Linear layers; q_proj, k_proj and v_proj map to embed_dim,
+    which is split into num_heads heads of D = embed_dim / num_heads features. Weights start
+    with xavier_uniform_ and zero biases, as PyTorch's (separate-weight) MultiheadAttention.
+
+    Args:
+        embed_dim: E, the model size (of query, and of the output).
+        num_heads: H; must divide embed_dim.
+        dropout: dropout probability on the attention weights (training only).
+        bias: whether the four projections have biases.
+        kdim, vdim: feature sizes of key and value (default: embed_dim), for cross-attention.
+        fused: use the fused attention kernel (True) or the composed `attention_reference`
+            (False; slower, to compare or to differentiate through the weights). An
+            attribute, so it can be switched on a built model.
+
+    Shape:
+        - query: (B, Tq, E); key: (B, Tk, kdim); value: (B, Tk, vdim)
+        - mask: (Tq, Tk), (B, Tq, Tk) or (B or 1, H or 1, Tq, Tk), bool or float (a 2-D mask
+          is always (Tq, Tk); for key padding use `padding_mask`, which gives (B, 1, 1, Tk))
+        - Output: (B, Tq, E); weights (with need_weights): (B, H, Tq, Tk), per head
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 kdim: int | None = None, vdim: int | None = None, fused: bool = True):
+        if num_heads <= 0 or embed_dim % num_heads != 0:
+            raise ValueError(
+                f"MultiheadAttention: embed_dim {embed_dim} is not divisible by num_heads {num_heads}"
+            )
+        if not 0.0 <= dropout <= 1.0:
+            raise ValueError(f"MultiheadAttention: dropout must be in [0, 1], got {dropout}")
+        self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
+        self.kdim = embed_dim if kdim is None else kdim
+        self.vdim = embed_dim if vdim is None else vdim
+        self.dropout, self.fused = dropout, fused
+        self.q_proj = Linear(embed_dim, embed_dim, bias=bias)
+        self.k_proj = Linear(self.kdim, embed_dim, bias=bias)
+        self.v_proj = Linear(self.vdim, embed_dim, bias=bias)
+        self.out_proj = Linear(embed_dim, embed_dim, bias=bias)
+        for proj in (self.q_proj, self.k_proj, self.v_proj):
+            init.xavier_uniform_(proj.weight)
+        for proj in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
+            if proj.bias is not None:
+                init.zeros_(proj.bias)
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Any = None,
+                is_causal: bool = False, need_weights: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+        """Attend from each query position to the key/value positions; see the class Shape."""
+        B, Tq, Tk = self._check(query, key, value)
+        H, D = self.num_heads, self.head_dim
+        q = self.q_proj(query).reshape(B, Tq, H, D).transpose(1, 2)  # (B, H, Tq, D)
+        k = self.k_proj(key).reshape(B, Tk, H, D).transpose(1, 2)  # (B, H, Tk, D)
+        v = self.v_proj(value).reshape(B, Tk, H, D).transpose(1, 2)  # (B, H, Tk, D)
+        mask = self._mask(mask, (B, H, Tq, Tk))
+        attend = scaled_dot_product_attention if self.fused else attention_reference
+        out = attend(q, k, v, mask=mask, is_causal=is_causal,
+                     dropout_p=self.dropout if self.training else 0.0, need_weights=need_weights)
+        out, weights = out if need_weights else (out, None)  # (B, H, Tq, D), (B, H, Tq, Tk)
+        out = self.out_proj(out.transpose(1, 2).reshape(B, Tq, self.embed_dim))  # (B, Tq, E)
+        return (out, weights) if need_weights else out
+
+    def _check(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[int, int, int]:
+        name = "MultiheadAttention"
+        for label, t, size in (("query", query, self.embed_dim), ("key", key, self.kdim),
+                               ("value", value, self.vdim)):
+            if t.ndim != 3 or t.shape[-1] != size:
+                raise ValueError(f"{name}: {label} must have shape (B, T, {size}), got {t.shape}")
+        if key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]:
+            raise ValueError(
+                f"{name}: query {query.shape}, key {key.shape} and value {value.shape} must share "
+                "the batch size B, and key and value the length Tk"
+            )
+        return query.shape[0], query.shape[1], key.shape[1]
+
+    def _mask(self, mask: Any, weights: tuple[int, int, int, int]) -> Tensor | None:
+        """The mask as a tensor that broadcasts to the weights (B, H, Tq, Tk), or an error."""
+        if mask is None:
+            return None
+        m = mask if isinstance(mask, Tensor) else Tensor(np.asarray(mask))
+        if m.ndim == 3:  # (B, Tq, Tk): one mask per sequence, shared by the heads
+            m = m.unsqueeze(1)
+        ok = m.ndim in (2, 4)
+        if ok:
+            try:
+                ok = np.broadcast_shapes(m.shape, weights) == weights
+            except ValueError:
+                ok = False
+        if not ok:
+            raise ValueError(
+                f"MultiheadAttention: mask of shape {getattr(mask, 'shape', m.shape)} does not "
+                f"broadcast to the attention weights (B, H, Tq, Tk) = {weights}; give (Tq, Tk), "
+                "(B, Tq, Tk) or (B, H, Tq, Tk), or padding_mask(...) for key padding"
+            )
+        return m
+
+    def extra_repr(self) -> str:
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}"
+
+
+# ----------------------------------------------------------------------------- single-head scores
+
+
+def _single_head_mask(mask: Any) -> Any:
+    """Drop the head axis of a (B, 1, Tq or 1, Tk) mask, such as padding_mask's."""
+    if mask is not None and getattr(mask, "ndim", np.ndim(mask)) == 4 and mask.shape[1] == 1:
+        m = mask if isinstance(mask, Tensor) else Tensor(np.asarray(mask))
+        return m.squeeze(1)
+    return mask
+
+
+def _check_qkv(name: str, query: Tensor, keys: Tensor, values: Tensor, dq: int, dk: int) -> None:
+    if query.ndim != 3 or query.shape[-1] != dq:
+        raise ValueError(f"{name}: query must have shape (B, Tq, {dq}), got {query.shape}")
+    if keys.ndim != 3 or keys.shape[-1] != dk:
+        raise ValueError(f"{name}: keys must have shape (B, Tk, {dk}), got {keys.shape}")
+    if values.ndim != 3 or values.shape[:2] != keys.shape[:2] or keys.shape[0] != query.shape[0]:
+        raise ValueError(
+            f"{name}: values {values.shape} must be (B, Tk, Dv) with B and Tk of keys "
+            f"{keys.shape} and B of query {query.shape}"
+        )
+
+
+class AdditiveAttention(Module):
+    """Additive (Bahdanau) attention: score(q, k) = v^T tanh(W_q q + W_k k).
+
+        e_ij = v^T tanh(W_q q_i + W_k k_j),  a_i = softmax_j(e_ij + mask),  c_i = sum_j a_ij v_j
+
+    Args:
+        query_dim: Dq, the size of a query (e.g. the decoder state).
+        key_dim: Dk, the size of a key (e.g. an encoder annotation).
+        hidden_dim: the size of the tanh layer.
+
+    Shape:
+        - query: (B, Tq, Dq); keys: (B, Tk, Dk); values: (B, Tk, Dv)
+        - mask: broadcasting to (B, Tq, Tk) (a (B, 1, 1, Tk) padding_mask works too)
+        - Output: context (B, Tq, Dv) and weights (B, Tq, Tk)
+
+    Attributes:
+        w_q: Linear(query_dim, hidden_dim, bias=False); w_k: Linear(key_dim, hidden_dim,
+        bias=False); v: Linear(hidden_dim, 1, bias=False).
+    """
+
+    def __init__(self, query_dim: int, key_dim: int, hidden_dim: int):
+        self.query_dim, self.key_dim, self.hidden_dim = query_dim, key_dim, hidden_dim
+        self.w_q = Linear(query_dim, hidden_dim, bias=False)
+        self.w_k = Linear(key_dim, hidden_dim, bias=False)
+        self.v = Linear(hidden_dim, 1, bias=False)
+
+    def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Any = None) -> tuple[Tensor, Tensor]:
+        _check_qkv("AdditiveAttention", query, keys, values, self.query_dim, self.key_dim)
+        q = self.w_q(query).unsqueeze(2)  # (B, Tq, 1, hidden)
+        k = self.w_k(keys).unsqueeze(1)  # (B, 1, Tk, hidden)
+        scores = self.v((q + k).tanh()).squeeze(-1)  # (B, Tq, Tk)
+        weights = masked_softmax(scores, _single_head_mask(mask), "AdditiveAttention")
+        return weights @ values, weights  # (B, Tq, Dv), (B, Tq, Tk)
+
+    def extra_repr(self) -> str:
+        return f"query_dim={self.query_dim}, key_dim={self.key_dim}, hidden_dim={self.hidden_dim}"
+
+
+class BilinearAttention(Module):
+    """Bilinear (multiplicative, Luong "general") attention: score(q, k) = q^T W k.
+
+    Args:
+        query_dim: Dq.
+        key_dim: Dk.
+
+    Shape:
+        - query: (B, Tq, Dq); keys: (B, Tk, Dk); values: (B, Tk, Dv)
+        - mask: broadcasting to (B, Tq, Tk) (a (B, 1, 1, Tk) padding_mask works too)
+        - Output: context (B, Tq, Dv) and weights (B, Tq, Tk)
+
+    Attributes:
+        weight: (query_dim, key_dim), starting as xavier_uniform_.
+    """
+
+    def __init__(self, query_dim: int, key_dim: int):
+        self.query_dim, self.key_dim = query_dim, key_dim
+        self.weight = Parameter(np.zeros((query_dim, key_dim), dtype=np.float32))
+        init.xavier_uniform_(self.weight)
+
+    def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Any = None) -> tuple[Tensor, Tensor]:
+        _check_qkv("BilinearAttention", query, keys, values, self.query_dim, self.key_dim)
+        scores = (query @ self.weight) @ keys.transpose(1, 2)  # (B, Tq, Tk)
+        weights = masked_softmax(scores, _single_head_mask(mask), "BilinearAttention")
+        return weights @ values, weights  # (B, Tq, Dv), (B, Tq, Tk)
+
+    def extra_repr(self) -> str:
+        return f"query_dim={self.query_dim}, key_dim={self.key_dim}"

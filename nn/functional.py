@@ -1,0 +1,230 @@
+"""The functional API (`import minigrad.nn.functional as F`): layers as plain functions.
+
+Names and arguments follow `torch.nn.functional`. The heavy lifting is done by fused kernels
+(`minigrad.nn.kernels`, and the core's Softmax / LogSoftmax); these functions check their
+arguments and give errors that name the function and the shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from minigrad import Tensor
+from minigrad.ops.reduce import LogSoftmax, Softmax
+
+from . import kernels
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _check_reduction(fn: str, reduction: str) -> None:
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{fn}: reduction must be one of {_REDUCTIONS}, not {reduction!r}")
+
+
+def _int_array(fn: str, what: str, t: Any) -> np.ndarray:
+    """The integer array inside `t` (Tensor, array, list or int), or a TypeError naming fn."""
+    arr = t.data if isinstance(t, Tensor) else np.asarray(t)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(
+            f"{fn}: {what} must hold integer ids, not {arr.dtype} "
+            "(make them with dtype=minigrad.int64)"
+        )
+    return arr
+
+
+# ----------------------------------------------------------------------------- linear, embedding
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """y = x @ weight^T + bias, with weight (out_features, in_features) as in PyTorch.
+
+    Shape:
+        x: (*, in_features); weight: (out_features, in_features); bias: (out_features);
+        output: (*, out_features).
+    """
+    if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+        raise ValueError(
+            f"linear: input of shape {x.shape} does not fit weight of shape {weight.shape} "
+            "(the input's last dimension must equal weight.shape[1] = in_features)"
+        )
+    y = x @ weight.T
+    return y if bias is None else y + bias
+
+
+def embedding(idx: Any, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """The rows of `weight` at the integer ids `idx`; the padding row gets no gradient.
+
+    Shape:
+        idx: any shape (*), integers in [0, num_embeddings); weight: (num_embeddings, dim);
+        output: (*, dim).
+    """
+    ids = _int_array("embedding", "the input", idx)
+    n = weight.shape[0]
+    if ids.size and (ids.min() < 0 or ids.max() >= n):
+        bad = int(ids.max()) if ids.max() >= n else int(ids.min())
+        raise IndexError(
+            f"embedding: id {bad} is out of range for an embedding of {n} rows "
+            f"(ids must lie in [0, {n - 1}]; the largest given is {int(ids.max())})"
+        )
+    if padding_idx is not None:
+        padding_idx = _padding_index(padding_idx, n)
+    return kernels.Embedding.apply(Tensor._make(ids, None), weight, padding_idx=padding_idx)
+
+
+def _padding_index(padding_idx: int, n: int) -> int:
+    """padding_idx in [0, n), negative counting from the end as in PyTorch."""
+    if not -n <= padding_idx < n:
+        raise ValueError(f"embedding: padding_idx {padding_idx} is out of range for {n} embeddings")
+    return padding_idx % n
+
+
+# ----------------------------------------------------------------------------- activations
+
+
+def relu(x: Tensor) -> Tensor:
+    return x.relu()
+
+
+def tanh(x: Tensor) -> Tensor:
+    return x.tanh()
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    return x.sigmoid()
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """x * Phi(x), with the exact erf form ("none") or the tanh approximation ("tanh")."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+    return kernels.GELU.apply(x, approximate=approximate)
+
+
+def softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return Softmax.apply(x, dim=dim)
+
+
+def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return LogSoftmax.apply(x, dim=dim)
+
+
+# ----------------------------------------------------------------------------- losses
+
+
+def _check_targets(fn: str, logits: Tensor, target: Any, ignore_index: int) -> np.ndarray:
+    t = _int_array(fn, "target", target)
+    if logits.ndim == 0:
+        raise ValueError(f"{fn}: logits must have a class dimension, got a 0-d tensor")
+    if t.shape != logits.shape[:-1]:
+        raise ValueError(
+            f"{fn}: target of shape {t.shape} does not match logits of shape {logits.shape} "
+            f"(expected target shape {logits.shape[:-1]}: one class id per row, classes last)"
+        )
+    C = logits.shape[-1]
+    bad = (t != ignore_index) & ((t < 0) | (t >= C))
+    if bad.any():
+        raise ValueError(
+            f"{fn}: target holds class id {int(t[bad].flat[0])}, out of range for {C} classes "
+            f"(ids must lie in [0, {C - 1}] or equal ignore_index={ignore_index})"
+        )
+    return t
+
+
+def cross_entropy(logits: Tensor, target: Any, ignore_index: int = -100, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """Softmax cross entropy of `logits` against class ids, fused (see kernels.CrossEntropy).
+
+    Unlike PyTorch, the class dimension is always the last one, for any number of leading
+    dimensions. With reduction="mean", rows whose target is `ignore_index` are left out of
+    the average; if every row is ignored the result is 0.0 (PyTorch gives nan).
+
+    Shape:
+        logits: (*, C); target: (*), integer ids in [0, C) or ignore_index;
+        output: () for "mean" and "sum", (*) for "none".
+    """
+    _check_reduction("cross_entropy", reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must lie in [0, 1], not {label_smoothing}")
+    t = _check_targets("cross_entropy", logits, target, ignore_index)
+    return kernels.CrossEntropy.apply(
+        logits, Tensor._make(t, None), ignore_index=ignore_index, reduction=reduction,
+        label_smoothing=float(label_smoothing),
+    )
+
+
+def nll_loss(log_probs: Tensor, target: Any, ignore_index: int = -100,
+             reduction: str = "mean") -> Tensor:
+    """Negative log likelihood: -log_probs[..., target], for log-probabilities (e.g. from
+    `log_softmax`); ignored rows as in `cross_entropy`.
+
+    Shape:
+        log_probs: (*, C); target: (*); output: () for "mean" and "sum", (*) for "none".
+    """
+    _check_reduction("nll_loss", reduction)
+    t = _check_targets("nll_loss", log_probs, target, ignore_index).reshape(-1)
+    keep = t != ignore_index
+    flat = log_probs.reshape(-1, log_probs.shape[-1])
+    picked = flat[np.arange(t.size), np.where(keep, t, 0)]
+    loss = -(picked * Tensor._make(keep.astype(log_probs.dtype), None))
+    if reduction == "none":
+        return loss.reshape(log_probs.shape[:-1])
+    total = loss.sum()
+    return total if reduction == "sum" else total / max(int(keep.sum()), 1)
+
+
+def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
+    """Mean squared error (input - target)^2, averaged, summed, or elementwise ("none").
+
+    Shape:
+        input and target: the same shape (*); output: () or (*) for "none".
+    """
+    _check_reduction("mse_loss", reduction)
+    target = target if isinstance(target, Tensor) else Tensor(np.asarray(target, dtype=input.dtype))
+    if target.shape != input.shape:
+        raise ValueError(f"mse_loss: input of shape {input.shape} and target of shape "
+                         f"{target.shape} differ")
+    d = input - target
+    sq = d * d
+    if reduction == "none":
+        return sq
+    return sq.sum() if reduction == "sum" else sq.mean()
+
+
+# ----------------------------------------------------------------------------- normalization, dropout
+
+
+def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalize over the last dimensions `normalized_shape` (see kernels.LayerNorm).
+
+    Shape:
+        x: (*, *normalized_shape); weight, bias: normalized_shape; output: like x.
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if x.shape[x.ndim - len(shape):] != shape or len(shape) > x.ndim:
+        raise ValueError(f"layer_norm: input of shape {x.shape} does not end in normalized_shape {shape}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and p.shape != shape:
+            raise ValueError(f"layer_norm: {name} of shape {p.shape}, expected {shape}")
+    params = []
+    if weight is not None or bias is not None:
+        params.append(weight if weight is not None else Tensor(np.ones(shape, dtype=x.dtype)))
+    if bias is not None:
+        params.append(bias)
+    return kernels.LayerNorm.apply(x, *params, ndim=len(shape), eps=eps)
+
+
+def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
+    """Inverted dropout: zero each element with probability p and scale the rest by 1 / (1 - p);
+    the identity when not training or p == 0. p must lie in [0, 1)."""
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"dropout: p must lie in [0, 1), not {p}")
+    if not training or p == 0.0:
+        return x
+    return kernels.Dropout.apply(x, p=p)
+
+
+from .fused_attention import scaled_dot_product_attention  # noqa: E402, F401

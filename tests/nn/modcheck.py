@@ -1,0 +1,35 @@
+"""Gradient check of a whole module: its inputs and every parameter, in float64."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import minigrad as mg
+
+
+def _set(module: Any, path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for part in parents:
+        module = module[int(part)] if part.isdigit() else getattr(module, part)
+    if last.isdigit():
+        module[int(last)] = value
+    else:
+        setattr(module, last, value)
+
+
+def gradcheck_module(module: Any, *inputs: Any, **kwargs: Any) -> bool:
+    """gradcheck of module(*inputs, **kwargs) with respect to the float inputs and all parameters.
+
+    The module is cast to float64; gradcheck perturbs copies of the parameters, which are put
+    into the module (by their dotted names) before each call.
+    """
+    module.double()
+    named = list(module.named_parameters())
+    n = len(inputs)
+
+    def fn(*xs: Any) -> Any:
+        for (name, _), x in zip(named, xs[n:]):
+            _set(module, name, x)
+        return module(*xs[:n], **kwargs)
+
+    return mg.gradcheck(fn, list(inputs) + [p for _, p in named])

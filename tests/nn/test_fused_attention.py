@@ -1,0 +1,226 @@
+"""Scaled dot-product attention: the fused op against its composed twin, gradients, masks, edges."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import minigrad as mg
+from minigrad.nn.fused_attention import attention_reference, scaled_dot_product_attention
+from minigrad.testing import arrays, broadcastable_shapes
+
+sdpa = scaled_dot_product_attention
+
+
+@st.composite
+def attention_case(draw, max_side=3):
+    """q, k, v arrays with broadcasting leading axes, a mask (none, bool or float), is_causal."""
+    lead_q, lead_k, lead_v = draw(broadcastable_shapes(3, max_dims=2, max_side=2))
+    tq, tk, d, dv = (draw(st.integers(1, max_side)) for _ in range(4))
+    q = draw(arrays(lead_q + (tq, d), -2, 2))
+    k = draw(arrays(lead_k + (tk, d), -2, 2))
+    v = draw(arrays(lead_v + (tk, dv), -2, 2))
+    mask_shape = draw(st.sampled_from([(tq, tk), (1, tk), (tq, 1), (1, tq, tk)]))
+    kind = draw(st.sampled_from(["none", "bool", "float"]))
+    mask = None
+    if kind == "bool":
+        mask = draw(hnp.arrays(np.bool_, mask_shape))
+    elif kind == "float":
+        mask = draw(arrays(mask_shape, -2, 2))
+    return q, k, v, mask, draw(st.booleans())
+
+
+def _run(fn, q, k, v, mask, is_causal, g, **kw):
+    """Output and gradients (q, k, v, float mask) of fn, float64, backward with upstream g."""
+    ts = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]
+    m = None if mask is None else mg.tensor(mask, requires_grad=mask.dtype.kind == "f")
+    out = fn(*ts, mask=m, is_causal=is_causal, **kw)
+    out.backward(g)
+    grads = [t.grad for t in ts] + ([m.grad] if m is not None and m.requires_grad else [])
+    return out.data, grads
+
+
+@given(attention_case(), st.data())
+def test_fused_matches_reference_values_and_gradients(case, data):
+    q, k, v, mask, is_causal = case
+    out_shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], (mask if mask is not None
+                                    else np.empty(())).shape[:-2]) + (q.shape[-2], v.shape[-1])
+    g = data.draw(arrays(out_shape))
+    fused, fused_grads = _run(sdpa, q, k, v, mask, is_causal, g)
+    ref, ref_grads = _run(attention_reference, q, k, v, mask, is_causal, g)
+    np.testing.assert_allclose(fused, ref, rtol=1e-10, atol=1e-12)
+    assert len(fused_grads) == len(ref_grads)
+    for a, b in zip(fused_grads, ref_grads):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+@given(attention_case(max_side=2))
+def test_fused_gradcheck(case):
+    q, k, v, mask, is_causal = case
+    m = None if mask is None else mg.tensor(mask, requires_grad=mask.dtype.kind == "f")
+    inputs = [q, k, v] + ([m] if m is not None and m.requires_grad else [])
+
+    def fn(q, k, v, *bias):
+        return sdpa(q, k, v, mask=bias[0] if bias else m, is_causal=is_causal, scale=0.7)
+
+    assert mg.gradcheck(fn, inputs)
+
+
+def test_fused_gradcheck_with_dropout_and_fixed_seed():
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal(s) for s in [(2, 3, 4), (2, 4, 4), (2, 4, 3)])
+
+    def fn(q, k, v):
+        mg.manual_seed(7)  # the same dropout mask at every evaluation
+        return sdpa(q, k, v, dropout_p=0.3)
+
+    assert mg.gradcheck(fn, [q, k, v])
+
+
+def test_dropout_matches_reference_after_same_seed():
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal(s) for s in [(2, 5, 4), (2, 6, 4), (2, 6, 3)])
+    g = rng.standard_normal((2, 5, 3))
+    mg.manual_seed(3)
+    fused, fused_grads = _run(sdpa, q, k, v, None, True, g, dropout_p=0.5)
+    mg.manual_seed(3)
+    ref, ref_grads = _run(attention_reference, q, k, v, None, True, g, dropout_p=0.5)
+    np.testing.assert_allclose(fused, ref, rtol=1e-10, atol=1e-12)
+    for a, b in zip(fused_grads, ref_grads):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    mg.manual_seed(4)
+    other = sdpa(*(mg.tensor(a) for a in (q, k, v)), is_causal=True, dropout_p=0.5)
+    assert not np.allclose(other.data, fused)  # a different seed drops other weights
+
+
+@pytest.mark.parametrize(
+    "p, expected",
+    [pytest.param(0.0, "all", id="p=0-keeps-all"), pytest.param(1.0, "none", id="p=1-drops-all")],
+)
+def test_dropout_extremes(p, expected):
+    mg.manual_seed(20)
+    q, k, v = mg.randn(2, 3, 4), mg.randn(2, 5, 4), mg.randn(2, 5, 2)
+    out = sdpa(q, k, v, dropout_p=p)
+    if expected == "all":
+        np.testing.assert_allclose(out.data, sdpa(q, k, v).data)
+    else:
+        assert np.all(out.data == 0)
+
+
+def test_dropout_keeps_expected_fraction_and_rescales():
+    mg.manual_seed(0)
+    q, k = mg.zeros(1, 200, 4), mg.zeros(1, 200, 4)  # uniform weights 1/200
+    v = mg.ones(1, 200, 1)
+    out = sdpa(q, k, v, dropout_p=0.25)  # each output = (kept count / 200) / 0.75
+    kept = out.data * 0.75 * 200
+    np.testing.assert_allclose(kept, np.round(kept), atol=1e-3)
+    assert abs(out.data.mean() - 1.0) < 0.02
+
+
+def test_lecture_worked_example():
+    q = mg.tensor([[1.0, 1.0]], dtype=mg.float64)
+    k = mg.tensor([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0]], dtype=mg.float64)
+    v = mg.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=mg.float64)
+    for fn in (sdpa, attention_reference):
+        out, weights = fn(q, k, v, need_weights=True)
+        np.testing.assert_array_equal(np.round(weights.data, 2), [[0.67, 0.16, 0.16]])
+        np.testing.assert_array_equal(np.round(out.data, 3), [[0.836, 0.327]])
+
+
+def test_masked_keys_get_exactly_zero_weight_and_rows_sum_to_one():
+    mg.manual_seed(21)
+    rng = np.random.default_rng(5)
+    q, k, v = mg.randn(2, 3, 4, 4), mg.randn(2, 3, 6, 4), mg.randn(2, 3, 6, 5)
+    mask = rng.random((2, 1, 4, 6)) < 0.6
+    mask[..., 0] = True  # every row keeps a key
+    out, w = sdpa(q, k, v, mask=mg.tensor(mask), need_weights=True)
+    assert w.shape == (2, 3, 4, 6) and out.shape == (2, 3, 4, 5)
+    assert np.all(w.data[~np.broadcast_to(mask, w.shape)] == 0)
+    np.testing.assert_allclose(w.data.sum(-1), 1, rtol=1e-6)
+    assert not w.requires_grad  # the fused path returns detached weights
+
+
+def test_fully_masked_rows_give_zeros_and_zero_gradient():
+    mg.manual_seed(22)
+    mask = np.ones((3, 4), dtype=bool)
+    mask[1] = False  # query 1 may attend to nothing
+    ts = [mg.randn(2, *s, dtype=np.float64, requires_grad=True) for s in [(3, 2), (4, 2), (4, 3)]]
+    for fn in (sdpa, attention_reference):
+        for t in ts:
+            t.grad = None
+        out, w = fn(*ts, mask=mask, need_weights=True)
+        out.backward(np.ones(out.shape))
+        assert np.all(np.isfinite(out.data)) and np.all(out.data[:, 1] == 0)
+        assert np.all(w.data[:, 1] == 0)
+        assert np.all(ts[0].grad[:, 1] == 0)  # that query gets no gradient
+        assert all(np.all(np.isfinite(t.grad)) for t in ts)
+
+
+@pytest.mark.parametrize(
+    "dtype", [pytest.param(np.float32, id="float32"), pytest.param(np.float64, id="float64")]
+)
+def test_huge_logits_are_stable(dtype):
+    q = mg.tensor(np.array([[100.0, 0.0], [0.0, -100.0]], dtype=dtype), requires_grad=True)
+    k = mg.tensor(np.array([[100.0, 0.0], [99.0, 0.0], [0.0, 100.0]], dtype=dtype), requires_grad=True)
+    v = mg.tensor(np.arange(6, dtype=dtype).reshape(3, 2), requires_grad=True)
+    out, w = sdpa(q, k, v, scale=1.0, need_weights=True)  # scores up to 1e4
+    assert out.dtype == dtype
+    np.testing.assert_allclose(w.data, [[1, 0, 0], [0.5, 0.5, 0]], atol=1e-6)
+    out.backward(np.ones(out.shape, dtype=dtype))
+    assert all(np.all(np.isfinite(t.grad)) for t in (q, k, v))
+
+
+def test_causal_property_later_tokens_do_not_change_earlier_outputs():
+    rng = np.random.default_rng(6)
+    q, k, v = (rng.standard_normal((2, 5, 3)) for _ in range(3))
+    base = sdpa(mg.tensor(q), mg.tensor(k), mg.tensor(v), is_causal=True).data
+    for t in range(5):
+        k2, v2 = k.copy(), v.copy()
+        k2[:, t + 1:] += 10 * rng.standard_normal(k2[:, t + 1:].shape)
+        v2[:, t + 1:] += 10 * rng.standard_normal(v2[:, t + 1:].shape)
+        out = sdpa(mg.tensor(q), mg.tensor(k2), mg.tensor(v2), is_causal=True).data
+        np.testing.assert_allclose(out[:, : t + 1], base[:, : t + 1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("tq, tk", [pytest.param(3, 3, id="square"), pytest.param(2, 4, id="wide"),
+                                    pytest.param(4, 2, id="tall")])
+def test_is_causal_is_top_left_tril(tq, tk):
+    mg.manual_seed(23)
+    q, k, v = mg.randn(tq, 3), mg.randn(tk, 3), mg.randn(tk, 2)
+    _, w = sdpa(q, k, v, is_causal=True, need_weights=True)
+    np.testing.assert_array_equal(w.data > 0, np.tril(np.ones((tq, tk), dtype=bool)))
+    explicit = sdpa(q, k, v, mask=np.tril(np.ones((tq, tk), dtype=bool)))
+    np.testing.assert_allclose(sdpa(q, k, v, is_causal=True).data, explicit.data)
+
+
+def test_float_mask_is_added_and_neg_inf_masks():
+    mg.manual_seed(24)
+    q, k, v = mg.randn(2, 3), mg.randn(4, 3), mg.randn(4, 2)
+    bias = np.array([0.0, -np.inf, 1.5, 0.0], dtype=np.float32)
+    _, w = sdpa(q, k, v, mask=bias, need_weights=True)
+    scores = q.data @ k.data.T / np.sqrt(3) + bias
+    expected = np.exp(scores - scores.max(-1, keepdims=True))
+    np.testing.assert_allclose(w.data, expected / expected.sum(-1, keepdims=True), rtol=1e-5)
+    assert np.all(w.data[:, 1] == 0)
+
+
+@pytest.mark.parametrize(
+    "shapes, mask, match",
+    [
+        pytest.param([(2, 3), (4, 5), (4, 2)], None, "feature size", id="q-k-features"),
+        pytest.param([(2, 3), (4, 3), (5, 2)], None, "number of keys", id="k-v-keys"),
+        pytest.param([(2, 2, 3), (3, 4, 3), (4, 2)], None, "leading", id="batch-axes"),
+        pytest.param([(3,), (4, 3), (4, 2)], None, "q needs shape", id="1-d"),
+        pytest.param([(2, 3), (4, 3), (4, 2)], np.ones((3, 4), bool), r"\(3, 4\).*\(2, 4\)", id="mask-shape"),
+    ],
+)
+def test_clear_errors(shapes, mask, match):
+    q, k, v = (mg.randn(*s) for s in shapes)
+    with pytest.raises(ValueError, match=match):
+        sdpa(q, k, v, mask=mask)
+
+
+def test_integer_mask_is_a_type_error():
+    with pytest.raises(TypeError, match="bool"):
+        sdpa(mg.randn(2, 3), mg.randn(4, 3), mg.randn(4, 2), mask=np.ones((2, 4), dtype=np.int64))
