@@ -1,0 +1,202 @@
+"""GPT: a decoder-only transformer language model, read top-down in nanoGPT's order.
+
+References: Radford et al., "Improving Language Understanding by Generative Pre-Training"
+(2018) and "Language Models are Unsupervised Multitask Learners" (GPT-2, 2019); the lecture
+notes' "Putting it together: GPT": embed tokens + positions, a stack of masked (causal)
+transformer layers, a linear-softmax head giving the next-token distribution.
+
+Shape letters: B batch, T time (tokens), C embedding size (embed_dim), H heads,
+D head size (C / H), V vocabulary size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import minigrad as mg
+import minigrad.nn as nn
+import minigrad.nn.functional as F
+from minigrad import Tensor
+
+# ----------------------------------------------------------------------------- parts
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head self-attention where token t sees tokens 0..t, with an optional KV cache.
+
+    The cache holds the keys and values of tokens already seen, so that generating one more
+    token costs one query against the cache instead of recomputing the whole prefix.
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float):
+        if embed_dim % num_heads:
+            raise ValueError(f"GPT: embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
+        self.num_heads, self.dropout = num_heads, dropout
+        self.q_proj = nn.Linear(embed_dim, embed_dim)
+        self.k_proj = nn.Linear(embed_dim, embed_dim)
+        self.v_proj = nn.Linear(embed_dim, embed_dim)
+        self.out_proj = nn.Linear(embed_dim, embed_dim)
+        self.resid_dropout = nn.Dropout(dropout)
+
+    def _heads(self, x: Tensor) -> Tensor:
+        B, T, C = x.shape
+        return x.reshape(B, T, self.num_heads, C // self.num_heads).transpose(1, 2)  # (B, H, T, D)
+
+    def forward(self, x: Tensor, cache: dict | None = None) -> Tensor:
+        B, T, C = x.shape
+        q, k, v = self._heads(self.q_proj(x)), self._heads(self.k_proj(x)), self._heads(self.v_proj(x))
+        if cache is None:
+            y = F.scaled_dot_product_attention(
+                q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0
+            )  # (B, H, T, D)
+        else:
+            # Keys and values of earlier tokens come from the cache; the T new queries see
+            # every cached key and, among the new ones, those at or before their position.
+            if "k" in cache:
+                k = mg.cat([cache["k"], k], dim=2)  # (B, H, S, D), S = cached + T
+                v = mg.cat([cache["v"], v], dim=2)
+            cache["k"], cache["v"] = k, v
+            S = k.shape[2]
+            allowed = np.tril(np.ones((T, S), dtype=bool), k=S - T)  # (T, S)
+            y = F.scaled_dot_product_attention(q, k, v, mask=mg.tensor(allowed))
+        y = y.transpose(1, 2).reshape(B, T, C)  # (B, T, C): heads side by side again
+        return self.resid_dropout(self.out_proj(y))
+
+
+class MLP(nn.Module):
+    """Position-wise feed-forward network: C -> 4C -> C with GELU."""
+
+    def __init__(self, embed_dim: int, hidden_dim: int, dropout: float, activation: str):
+        self.linear1 = nn.Linear(embed_dim, hidden_dim)
+        self.act = nn.GELU(approximate=activation)
+        self.linear2 = nn.Linear(hidden_dim, embed_dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.dropout(self.linear2(self.act(self.linear1(x))))  # (B, T, C)
+
+
+class Block(nn.Module):
+    """A pre-norm transformer block: x + attn(LN(x)), then x + mlp(LN(x))."""
+
+    def __init__(self, config: GPTConfig):
+        C = config.embed_dim
+        self.norm1 = nn.LayerNorm(C)
+        self.attn = CausalSelfAttention(C, config.num_heads, config.dropout)
+        self.norm2 = nn.LayerNorm(C)
+        self.mlp = MLP(C, config.mlp_ratio * C, config.dropout, config.activation)
+
+    def forward(self, x: Tensor, cache: dict | None = None) -> Tensor:
+        x = x + self.attn(self.norm1(x), cache)  # (B, T, C)
+        x = x + self.mlp(self.norm2(x))  # (B, T, C)
+        return x
+
+
+# ----------------------------------------------------------------------------- config
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int = 96
+    block_size: int = 64  # longest context the model sees
+    embed_dim: int = 64
+    num_heads: int = 4
+    num_layers: int = 2
+    mlp_ratio: int = 4
+    dropout: float = 0.0
+    activation: str = "tanh"  # GELU form: "tanh" (GPT-2) or "none" (exact erf)
+    tie_weights: bool = True  # the output head reuses the token embedding
+
+
+PRESETS = {
+    "tiny": dict(block_size=32, embed_dim=32, num_heads=2, num_layers=1),
+    "quick": dict(block_size=64, embed_dim=64, num_heads=4, num_layers=2),
+    "small": dict(block_size=64, embed_dim=128, num_heads=4, num_layers=4),  # nanoGPT on a CPU
+}
+
+# ----------------------------------------------------------------------------- model
+
+
+class GPT(nn.Module):
+    """Decoder-only language model.
+
+    Shape:
+        idx: (B, T) int64 token ids, T <= block_size.
+        forward returns logits (B, T, V): entry [b, t] scores the token after idx[b, :t+1].
+    """
+
+    def __init__(self, config: GPTConfig):
+        self.config = config
+        self.tok_emb = nn.Embedding(config.vocab_size, config.embed_dim)
+        self.pos_emb = nn.Embedding(config.block_size, config.embed_dim)  # learned positions
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = [Block(config) for _ in range(config.num_layers)]
+        self.norm_f = nn.LayerNorm(config.embed_dim)
+        self.head = nn.Linear(config.embed_dim, config.vocab_size, bias=False)
+        if config.tie_weights:
+            self.head.weight = self.tok_emb.weight  # (V, C) serves both ways
+        # GPT-2's init: small normal weights, residual projections scaled by depth.
+        for name, p in self.named_parameters():
+            if name.endswith("weight") and p.ndim == 2:
+                nn.init.normal_(p, std=0.02)
+            if name.endswith(("out_proj.weight", "linear2.weight")):
+                nn.init.normal_(p, std=0.02 / np.sqrt(2 * config.num_layers))
+
+    def forward(self, idx: Tensor, caches: list | None = None, start: int = 0) -> Tensor:
+        B, T = idx.shape
+        if start + T > self.config.block_size:
+            raise ValueError(
+                f"GPT: sequence of {start + T} tokens is longer than block_size {self.config.block_size}"
+            )
+        pos = mg.arange(start, start + T)  # (T,)
+        x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))  # (B, T, C)
+        for i, block in enumerate(self.blocks):
+            x = block(x, None if caches is None else caches[i])  # (B, T, C)
+        return self.head(self.norm_f(x))  # (B, T, V)
+
+    def loss(self, idx: Tensor, targets: Tensor) -> Tensor:
+        """Mean cross-entropy of predicting targets[b, t] (the token after idx[b, t])."""
+        logits = self(idx)  # (B, T, V)
+        return F.cross_entropy(logits, targets)
+
+    @mg.no_grad()
+    def generate(self, idx: Tensor | np.ndarray, max_new_tokens: int, temperature: float = 1.0,
+                 top_k: int | None = None, use_cache: bool = True) -> np.ndarray:
+        """Extend each row of idx (B, T) by sampling max_new_tokens tokens.
+
+        temperature < 1 sharpens the distribution, > 1 flattens it, 0 takes the argmax;
+        top_k keeps only the k most likely tokens. With use_cache the keys and values of
+        the prefix are kept between steps; the tokens are the same as without it.
+        """
+        if temperature < 0:
+            raise ValueError(f"generate: temperature must be >= 0, got {temperature}")
+        was_training = self.training
+        self.eval()
+        out = np.array(getattr(idx, "data", idx), dtype=np.int64)  # (B, T)
+        caches = None
+        for _ in range(max_new_tokens):
+            if use_cache and caches is not None and out.shape[1] <= self.config.block_size:
+                logits = self(mg.tensor(out[:, -1:]), caches, start=out.shape[1] - 1)
+            else:
+                context = out[:, -self.config.block_size:]  # crop to the context window
+                caches = [{} for _ in self.blocks] if use_cache else None
+                logits = self(mg.tensor(context), caches)
+            out = np.concatenate([out, self._pick(logits.data[:, -1], temperature, top_k)], axis=1)
+        self.train(was_training)
+        return out
+
+    @staticmethod
+    def _pick(logits: np.ndarray, temperature: float, top_k: int | None) -> np.ndarray:
+        """One next token per row (B, 1) from logits (B, V)."""
+        if temperature == 0:
+            return logits.argmax(-1)[:, None]
+        logits = logits.astype(np.float64) / temperature
+        if top_k is not None:
+            kth = np.sort(logits, axis=-1)[:, -min(top_k, logits.shape[-1])][:, None]
+            logits = np.where(logits < kth, -np.inf, logits)
+        p = np.exp(logits - logits.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        rng = mg.random.generator()
+        return np.array([[rng.choice(len(row), p=row)] for row in p], dtype=np.int64)

@@ -1,0 +1,171 @@
+"""GPT: shapes, causality, the KV cache, learning, checkpoints, exact resume and the CLI."""
+
+import os
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad.models.gpt import GPT, GPTConfig
+from minigrad.models.train import TrainConfig, read_checkpoint, train
+
+TINY = GPTConfig(vocab_size=11, block_size=8, embed_dim=8, num_heads=2, num_layers=2)
+
+
+def make(config=TINY, seed=0):
+    mg.manual_seed(seed)
+    return GPT(config)
+
+
+def tokens(B, T, V=11, seed=0):
+    return mg.tensor(np.random.default_rng(seed).integers(0, V, (B, T)))
+
+
+def test_shapes_and_tied_head():
+    model = make()
+    assert model(tokens(3, 5)).shape == (3, 5, 11)
+    assert model.head.weight is model.tok_emb.weight
+    names = [n for n, _ in model.named_parameters()]
+    assert "head.weight" not in names and "tok_emb.weight" in names  # the tied weight counted once
+
+
+def test_too_long_sequence_is_a_clear_error():
+    with pytest.raises(ValueError, match="longer than block_size 8"):
+        make()(tokens(1, 9))
+
+
+def test_later_tokens_do_not_change_earlier_logits():
+    model = make()
+    a = tokens(2, 8, seed=1)
+    b = mg.tensor(a.data.copy())
+    b.data[:, 5:] = (b.data[:, 5:] + 3) % 11
+    la, lb = model(a).data, model(b).data
+    np.testing.assert_allclose(la[:, :5], lb[:, :5], rtol=1e-5, atol=1e-6)
+    assert not np.allclose(la[:, 5:], lb[:, 5:])
+
+
+@pytest.mark.parametrize("temperature,top_k", [(1.0, None), (0.7, 3), (0.0, None)])
+def test_kv_cache_gives_the_same_tokens(temperature, top_k):
+    model = make()
+    prompt = tokens(2, 3, seed=2)
+    mg.manual_seed(5)
+    cached = model.generate(prompt, 12, temperature=temperature, top_k=top_k, use_cache=True)
+    mg.manual_seed(5)
+    plain = model.generate(prompt, 12, temperature=temperature, top_k=top_k, use_cache=False)
+    assert cached.shape == (2, 15)  # runs past block_size 8: the context is cropped
+    np.testing.assert_array_equal(cached, plain)
+
+
+def test_top_k_one_is_greedy():
+    model = make()
+    prompt = tokens(1, 2)
+    greedy = model.generate(prompt, 5, temperature=0)
+    np.testing.assert_array_equal(model.generate(prompt, 5, top_k=1), greedy)
+
+
+def test_whole_model_gradcheck_float64():
+    config = GPTConfig(vocab_size=5, block_size=4, embed_dim=4, num_heads=2, num_layers=1, activation="none")
+    model = make(config).double()
+    idx, tgt = tokens(2, 3, V=5, seed=3), tokens(2, 3, V=5, seed=4)
+    named = list(model.named_parameters())
+
+    def loss(*params):
+        # gradcheck hands in float64 copies of the parameters: put them into the model.
+        for (name, _), p in zip(named, params):
+            owner = model
+            *path, attr = name.split(".")
+            for part in path:
+                owner = owner[int(part)] if part.isdigit() else getattr(owner, part)
+            setattr(owner, attr, p)
+        model.head.weight = model.tok_emb.weight  # keep the tie
+        return model.loss(idx, tgt)
+
+    assert mg.gradcheck(loss, [p for _, p in named])
+
+
+def test_overfits_one_batch():
+    model = make()
+    x, y = tokens(4, 8, seed=6), tokens(4, 8, seed=7)
+    opt = mg.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
+    first = None
+    for _ in range(150):
+        loss = model.loss(x, y)
+        first = first if first is not None else loss.item()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert first > 2.0 and loss.item() < 0.3 * first
+
+
+class TinyText:
+    """A recipe over a small periodic text, so training tests need no corpus."""
+
+    name = "gpt"
+
+    def __init__(self, seed=0):
+        mg.manual_seed(seed)
+        self.model = GPT(TINY)
+        self.ids = np.tile(np.arange(11), 40)
+
+    def meta(self):
+        return {}
+
+    def batch(self, split, rng, batch_size):
+        starts = rng.integers(0, len(self.ids) - 9, batch_size)
+        x = np.stack([self.ids[s:s + 8] for s in starts])
+        y = np.stack([self.ids[s + 1:s + 9] for s in starts])
+        return mg.tensor(x), mg.tensor(y)
+
+    def loss(self, batch):
+        return self.model.loss(*batch)
+
+    def evaluate(self, num_batches):
+        rng = np.random.default_rng(0)
+        with mg.no_grad():
+            losses = [self.loss(self.batch("val", rng, 4)).item() for _ in range(num_batches)]
+        return {"val_loss": float(np.mean(losses))}
+
+
+def losses_of(out_dir):
+    with open(os.path.join(out_dir, "log.csv")) as f:
+        return [line.split(",")[1] for line in f.read().splitlines()[1:]]
+
+
+CFG = TrainConfig(steps=40, batch_size=4, lr=1e-2, warmup=4, eval_every=20, eval_batches=2, seed=3)
+quiet = dict(progress=False, log=lambda s: None)
+
+
+def test_training_lowers_the_loss(tmp_path):
+    train(TinyText(), CFG, str(tmp_path), **quiet)
+    losses = [float(v) for v in losses_of(tmp_path)]
+    assert len(losses) == 40
+    assert np.mean(losses[-5:]) < 0.75 * np.mean(losses[:5])
+
+
+def test_resume_continues_exactly(tmp_path, monkeypatch):
+    full = train(TinyText(), CFG, str(tmp_path / "full"), **quiet)
+
+    # A run that dies right after its step-20 checkpoint...
+    import minigrad.models.train as loop
+
+    real_save = loop.save_checkpoint
+
+    class Crash(Exception):
+        pass
+
+    def save_then_crash(*args, **kwargs):
+        real_save(*args, **kwargs)
+        raise Crash
+
+    monkeypatch.setattr(loop, "save_checkpoint", save_then_crash)
+    with pytest.raises(Crash):
+        train(TinyText(), CFG, str(tmp_path / "part"), **quiet)
+    monkeypatch.setattr(loop, "save_checkpoint", real_save)
+    meta, _, _ = read_checkpoint(str(tmp_path / "part" / "checkpoint.npz"))
+    assert meta["step"] == 20
+
+    # ...and is resumed (into a model initialised differently: the checkpoint must win).
+    resumed = train(TinyText(seed=99), CFG, str(tmp_path / "part"),
+                    resume=str(tmp_path / "part" / "checkpoint.npz"), **quiet)
+    assert losses_of(tmp_path / "part") == losses_of(tmp_path / "full")
+    assert resumed == full
