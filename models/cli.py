@@ -1,9 +1,13 @@
-"""The `minigrad` command: train, sample from and evaluate the models of minigrad.models.
+"""The `minigrad` command: train, sample from, evaluate and look inside the models of
+minigrad.models.
 
     minigrad train gpt                     # the quick GPT on the standard library's docstrings
     minigrad train vit --preset quick --steps 500
     minigrad sample runs/gpt/checkpoint.npz --prompt "Return the"
     minigrad eval runs/gpt/checkpoint.npz
+    minigrad graph gpt --depth 2 --out gpt.svg            # the computation graph of one step
+    minigrad attention runs/gpt/checkpoint.npz --text "Return the" --out attention.png
+    minigrad plot runs/gpt --out curves.png               # loss curves from log.csv
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import time
 
 import minigrad as mg
 
+from . import inspection
 from .recipes import RECIPES, check_preset, recipe_class
 from .train import TrainConfig, read_checkpoint, train
 
@@ -71,6 +76,54 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_graph(args: argparse.Namespace) -> int:
+    cls = recipe_class(args.model)
+    preset = args.preset or ("tiny" if "tiny" in cls.presets else cls.default_preset)
+    check_preset(cls, preset)
+    out = args.out or f"{args.model}_graph.svg"
+    written, notes = inspection.draw_step(cls, preset, out, depth=args.depth, module=args.module,
+                                          batch_size=args.batch_size, seed=args.seed)
+    for note in notes:  # e.g. Graphviz is missing, so DOT source was written instead
+        print(f"minigrad: {note}", file=sys.stderr)
+    depth = "the whole graph" if args.depth is None else f"depth {args.depth}"
+    print(f"wrote {written}: {args.model} ({preset}), one training batch of {args.batch_size} "
+          f"forward and backward, {depth}")
+    return 0
+
+
+def cmd_attention(args: argparse.Namespace) -> int:
+    recipe, _ = _recipe_from_checkpoint(args.checkpoint)
+    names, notes = inspection.plot_model_attention(recipe, args.out, text=args.text, index=args.index)
+    for note in notes:
+        print(note)
+    print(f"wrote {args.out}: {len(names)} attention layer{'s' * (len(names) != 1)} ({', '.join(names)})")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from minigrad.viz import plot_training
+
+    run = args.run_dir
+    out = args.out or os.path.join(run if os.path.isdir(run) else os.path.dirname(run), "training.png")
+    if os.path.isfile(run) or os.path.isdir(run):  # else plot_training says what is missing
+        os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    plot_training(run, path=out)
+    print(f"wrote {out}")
+    return 0
+
+
+def _depth(text: str) -> int | None:
+    if text == "all":
+        return None
+    try:
+        depth = int(text)
+    except ValueError:
+        depth = -1
+    if depth < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0 or 'all', got {text!r}")
+    return depth
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="minigrad", description="Train and inspect small transformers.")
     p.add_argument("--threads", type=int, default=1,
@@ -101,6 +154,29 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("checkpoint")
     e.add_argument("--batches", type=int)
     e.set_defaults(run=cmd_eval)
+
+    g = sub.add_parser("graph", help="draw the computation graph of one training step")
+    g.add_argument("model", help=f"one of: {', '.join(RECIPES)}")
+    g.add_argument("--depth", type=_depth, default=1,
+                   help="module levels to open (0: the model as one box; 'all': every op); default 1")
+    g.add_argument("--out", help="the picture: .svg, .png, .pdf or .dot (default MODEL_graph.svg)")
+    g.add_argument("--preset", help="model size (default tiny, so it is quick to draw)")
+    g.add_argument("--module", help="draw only this module, by its path (e.g. blocks.0.attn)")
+    g.add_argument("--batch-size", type=int, default=2, help="examples in the batch (default 2)")
+    g.add_argument("--seed", type=int, default=0)
+    g.set_defaults(run=cmd_graph)
+
+    a = sub.add_parser("attention", help="heatmaps of a checkpoint's attention weights on an input")
+    a.add_argument("checkpoint")
+    a.add_argument("--text", help="the input: text (gpt, bert) or the source sequence (seq2seq, rnn)")
+    a.add_argument("--index", type=int, default=0, help="vit: which test image (default 0)")
+    a.add_argument("--out", default="attention.png", help="the picture (default attention.png)")
+    a.set_defaults(run=cmd_attention)
+
+    pl = sub.add_parser("plot", help="plot the loss curves of a training run")
+    pl.add_argument("run_dir", help="the run's folder (holding log.csv) or the log.csv itself")
+    pl.add_argument("--out", help="the picture (default RUN_DIR/training.png)")
+    pl.set_defaults(run=cmd_plot)
     return p
 
 
@@ -110,8 +186,13 @@ def main(argv: list[str] | None = None) -> int:
         mg.set_num_threads(args.threads)
         return args.run(args)
     except (ValueError, FileNotFoundError, ImportError, OSError) as e:
-        print(f"minigrad: error: {e}", file=sys.stderr)
+        print(f"minigrad: error: {_one_line(e)}", file=sys.stderr)
         return 2
+
+
+def _one_line(e: BaseException) -> str:
+    # A FileNotFoundError from open() prints as "[Errno 2] ...: 'path'"; keep messages on one line.
+    return " ".join(str(e).split())
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from .attention import (
     masked_softmax,
     padding_mask,
 )
+from .attention_maps import AttentionMaps, AttentionRecord, record_attention
 from .layers import GELU, Dropout, Embedding, Identity, LayerNorm, Linear, ReLU, Sigmoid, Softmax, Tanh
 from .module import Module, ModuleList, Parameter, Sequential
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding

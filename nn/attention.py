@@ -25,7 +25,7 @@ import numpy as np
 from minigrad import Tensor
 
 from . import init
-from .fused_attention import _causal, attention_reference, scaled_dot_product_attention
+from .fused_attention import _causal, _record, _recorders, attention_reference, scaled_dot_product_attention
 from .layers import Linear
 from .module import Module, Parameter
 
@@ -258,6 +258,8 @@ class AdditiveAttention(Module):
         k = self.w_k(keys).unsqueeze(1)  # (B, 1, Tk, hidden)
         scores = self.v((q + k).tanh()).squeeze(-1)  # (B, Tq, Tk)
         weights = masked_softmax(scores, _single_head_mask(mask), "AdditiveAttention")
+        if _recorders:  # nn.record_attention is open
+            _record(weights.data, "AdditiveAttention")
         return weights @ values, weights  # (B, Tq, Dv), (B, Tq, Tk)
 
     def extra_repr(self) -> str:
@@ -289,6 +291,8 @@ class BilinearAttention(Module):
         _check_qkv("BilinearAttention", query, keys, values, self.query_dim, self.key_dim)
         scores = (query @ self.weight) @ keys.transpose(1, 2)  # (B, Tq, Tk)
         weights = masked_softmax(scores, _single_head_mask(mask), "BilinearAttention")
+        if _recorders:  # nn.record_attention is open
+            _record(weights.data, "BilinearAttention")
         return weights @ values, weights  # (B, Tq, Dv), (B, Tq, Tk)
 
     def extra_repr(self) -> str:

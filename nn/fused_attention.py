@@ -1,7 +1,8 @@
 """Scaled dot-product attention: the fused `Attention` op with a hand-derived backward, and its
 readable twin `attention_reference`, composed from Tensor ops, that the tests compare it with.
 
-The mask rule (True = may attend) is stated in `minigrad.nn.attention`.
+The mask rule (True = may attend) is stated in `minigrad.nn.attention`. `_recorders` is
+where `nn.record_attention` listens.
 """
 
 from __future__ import annotations
@@ -13,6 +14,17 @@ import numpy as np
 
 from minigrad import Function, Tensor
 from minigrad.random import generator
+
+# The open `record_attention` recorders (see attention_maps.py). Mutated in place, never
+# rebound, so modules that import it see the same list; empty unless one is open, so the
+# attention functions pay one `if _recorders:` for the feature.
+_recorders: list = []
+
+
+def _record(weights: np.ndarray, source: str) -> None:
+    """Hand attention weights to every open recorder (each copies them)."""
+    for recorder in _recorders:
+        recorder.add(weights, source)
 
 
 def _T(x: np.ndarray) -> np.ndarray:
@@ -205,9 +217,12 @@ def scaled_dot_product_attention(
     """
     bias, allowed = _prepare("scaled_dot_product_attention", q, k, v, mask, is_causal, dropout_p)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    sink: list[np.ndarray] | None = [] if need_weights else None
+    # A recorder needs the weights too: ask the kernel for its copy only while one is open.
+    sink: list[np.ndarray] | None = [] if need_weights or _recorders else None
     inputs = (q, k, v) if bias is None else (q, k, v, bias)
     out = Attention.apply(*inputs, allowed=allowed, scale=scale, dropout_p=dropout_p, weights_out=sink)
+    if _recorders:
+        _record(sink[0], "scaled_dot_product_attention")
     if need_weights:
         return out, Tensor(sink[0])
     return out
@@ -243,4 +258,6 @@ def attention_reference(
     if dropout_p > 0:
         p = weights * Tensor(_dropout_keep(weights.shape, dropout_p, weights.dtype))
     out = p @ v  # (..., Tq, dv)
+    if _recorders:
+        _record(weights.data, "attention_reference")
     return (out, weights) if need_weights else out

@@ -1,18 +1,22 @@
-"""Seeing inside: draw the computation graph, trace a backward pass, catch the first NaN.
+"""Seeing inside: draw the computation graph, trace a backward pass, catch the first NaN,
+plot attention maps and training curves.
 
-    from minigrad.viz import draw_graph, trace_backward, detect_anomaly
+    from minigrad.viz import draw_graph, trace_backward, detect_anomaly, plot_attention
     draw_graph(loss, model=model, depth=1).save("model.svg")
     print(trace_backward(loss))
+    plot_training("runs/gpt", path="curves.png")
 
-graphviz is imported only when something is drawn, so `import minigrad` stays quick.
+graphviz and matplotlib are imported only when something is drawn, so `import minigrad` stays
+quick (matplotlib is the optional extra `minigrad[plot]`).
 """
 
 from .anomaly import AnomalyError, detect_anomaly
 from .graph import draw_graph
+from .plots import plot_attention, plot_training
 from .render import GraphvizNotFoundWarning, save_graph
 from .trace import BackwardStep, BackwardTrace, GradSent, trace_backward
 
 __all__ = [
     "AnomalyError", "BackwardStep", "BackwardTrace", "GradSent", "GraphvizNotFoundWarning",
-    "detect_anomaly", "draw_graph", "save_graph", "trace_backward",
+    "detect_anomaly", "draw_graph", "plot_attention", "plot_training", "save_graph", "trace_backward",
 ]
