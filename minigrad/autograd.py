@@ -30,14 +30,19 @@ class no_grad(contextlib.ContextDecorator):
         ...     w -= lr * w.grad      # an update is not part of the model
     """
 
+    def __init__(self) -> None:
+        # A stack, not one slot: a decorated function that calls itself enters this same
+        # object again before leaving it.
+        self._prev: list[bool] = []
+
     def __enter__(self) -> None:
         global _grad_enabled
-        self._prev = _grad_enabled
+        self._prev.append(_grad_enabled)
         _grad_enabled = False
 
     def __exit__(self, *exc: object) -> None:
         global _grad_enabled
-        _grad_enabled = self._prev
+        _grad_enabled = self._prev.pop()
 
 
 class enable_grad(no_grad):
@@ -45,7 +50,7 @@ class enable_grad(no_grad):
 
     def __enter__(self) -> None:
         global _grad_enabled
-        self._prev = _grad_enabled
+        self._prev.append(_grad_enabled)
         _grad_enabled = True
 
 
@@ -74,8 +79,8 @@ def current_scope() -> tuple:
     return _scope
 
 
-# Functions called as fn(node, arrays_out, phase) after every forward and backward when set;
-# `detect_anomaly` and `trace_backward` plug in here, costing one global lookup otherwise.
+# Called as check(ctx, inputs, out) after every forward (ctx.scope is not set yet; use
+# current_scope()); `detect_anomaly` plugs in here. Costs one `if list:` when empty.
 _forward_checks: list[Callable[..., None]] = []
 
 
@@ -189,6 +194,8 @@ def _toposort(root: Function) -> list[Function]:
     return order
 
 
+# Called as observer(node, g, grads) after each node's backward, before the engine sums a
+# gradient back over broadcast axes; `detect_anomaly` and `trace_backward` plug in here.
 _backward_observers: list[Callable[..., None]] = []
 
 
@@ -223,6 +230,11 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
             grads = type(node).backward(node, g)
             if type(grads) is not tuple:
                 grads = (grads,)
+            if len(grads) != len(node.inputs):  # zip below would drop the extra inputs silently
+                raise RuntimeError(
+                    f"{node.name}.backward returned {len(grads)} gradients for "
+                    f"{len(node.inputs)} inputs (return None for an input without one)"
+                )
             for observer in _backward_observers:
                 observer(node, g, grads)
             if not retain_graph:

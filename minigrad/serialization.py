@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zipfile
 from typing import Any, Mapping
 
 import numpy as np
@@ -35,9 +36,14 @@ def save(obj: Mapping[str, Any], path: str | os.PathLike) -> None:
 def load(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """Read a dict of arrays written by `save` (no pickled objects are ever loaded)."""
     try:
-        with np.load(path, allow_pickle=False) as f:
-            return {k: f[k] for k in f.files}
+        # Open the file here: np.load leaves its own handle open when the archive is corrupt.
+        with open(path, "rb") as fh:
+            f = np.load(fh, allow_pickle=False)
+            if not isinstance(f, np.lib.npyio.NpzFile):  # a lone .npy array
+                raise ValueError("one array, not an archive of named arrays")
+            with f:
+                return {k: f[k] for k in f.files}
     except FileNotFoundError:
         raise FileNotFoundError(f"load: no such file: {os.fspath(path)}") from None
-    except (ValueError, OSError) as e:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:  # truncated or corrupt
         raise ValueError(f"load: {os.fspath(path)} is not a minigrad .npz file ({e})") from None

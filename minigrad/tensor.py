@@ -224,7 +224,11 @@ class Tensor:
         return self.data.tolist()
 
     def to(self, dtype: Any) -> Tensor:
-        return self if self.dtype == np.dtype(dtype) else Cast.apply(self, dtype=dtype)
+        if self.dtype == np.dtype(dtype):
+            return self
+        if np.dtype(dtype).kind not in "fc":  # integer and boolean tensors never require grad
+            return Tensor._make(self.data.astype(dtype), None)
+        return Cast.apply(self, dtype=dtype)
 
     def float(self) -> Tensor:
         return self.to(np.float32)
@@ -254,7 +258,11 @@ class Tensor:
         if isinstance(other, Tensor):
             return other
         if isinstance(other, (bool, int, float)):
-            dtype = self.dtype if self.dtype.kind == "f" else np.float32
+            kind = self.dtype.kind
+            if kind == "f" or (kind in "iu" and not isinstance(other, float)):
+                dtype = self.dtype  # also keeps `index + 1` an integer index
+            else:
+                dtype = np.float32
             return Tensor._make(np.asarray(other, dtype=dtype), None)
         return Tensor._make(to_array(other), None)
 
@@ -502,11 +510,14 @@ class Tensor:
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         if self.ndim == 0:
             return self.reshape(1)
-        s, e = start_dim % self.ndim, end_dim % self.ndim
+        s, e = _axis(start_dim, self.ndim, "flatten"), _axis(end_dim, self.ndim, "flatten")
+        if s > e:
+            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
         return self.reshape(self.shape[:s] + (-1,) + self.shape[e + 1:])
 
     def split(self, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
         """Pieces of `split_size` along dim (the last may be smaller), or of the given sizes."""
+        dim = _axis(dim, self.ndim, "split")
         n = self.shape[dim]
         if isinstance(split_size_or_sections, int):
             step = split_size_or_sections
@@ -516,18 +527,25 @@ class Tensor:
             if sum(sizes) != n:
                 raise ValueError(f"split: sizes {sizes} do not add up to {n} (dim {dim})")
         pieces, start = [], 0
-        lead = (slice(None),) * (dim % self.ndim)
+        lead = (slice(None),) * dim
         for size in sizes:
             pieces.append(self[lead + (slice(start, start + size),)])
             start += size
         return tuple(pieces)
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
-        n = self.shape[dim]
+        n = self.shape[_axis(dim, self.ndim, "chunk")]
         return self.split(max(-(-n // chunks), 1), dim)
 
     def __getitem__(self, index: Any) -> Tensor:
         return GetItem.apply(self, index=_to_index(index))
+
+
+def _axis(dim: int, ndim: int, op: str) -> int:
+    """`dim` as a non-negative axis of a tensor of `ndim` >= 1 dimensions, checked."""
+    if ndim == 0:
+        raise IndexError(f"{op}: a 0-d tensor has no dim {dim}")
+    return normalize_dims(dim, ndim, op)[0]
 
 
 def _to_index(index: Any) -> Any:

@@ -83,7 +83,8 @@ class Neg(Function):
 class Pow(Function):
     """z = a ** b       da = g * b * a**(b-1),  db = g * z * log(a)
 
-    db is computed only when the exponent requires grad (log(a) needs a > 0).
+    db is computed only when the exponent requires grad (log(a) needs a > 0). At a = 0 the
+    rules meet 0 * inf; as in PyTorch, da = 0 where b = 0 and db = 0 where b >= 0.
     """
 
     @staticmethod
@@ -95,11 +96,18 @@ class Pow(Function):
     @staticmethod
     def backward(ctx, g):
         a, b, z = ctx.saved
-        da = g * b * a ** (b - 1) if ctx.needs_input_grad[0] else None
-        db = None
+        zero = np.zeros((), dtype=g.dtype)
+        da = db = None
+        if ctx.needs_input_grad[0]:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                da = g * b * a ** (b - 1)
+            if not b.all():  # a**0 is the constant 1, even at a = 0
+                da = np.where(b == 0, zero, da)
         if ctx.needs_input_grad[1]:
             with np.errstate(divide="ignore", invalid="ignore"):
                 db = g * z * np.log(a)
+            if not a.all():
+                db = np.where((a == 0) & (b >= 0), zero, db)
         return da, db
 
 

@@ -117,26 +117,30 @@ class Var(Function):
 
 
 class LogSumExp(Function):
-    """z = log sum_i exp(x_i) = m + log sum_i exp(x_i - m), m = max x    dx = g * exp(x - z)
+    """z = log sum_i exp(x_i) = m + log s,  s = sum_i exp(x_i - m), m = max x
+    dx = g * exp(x - z) = g * exp(x - m) / s   (the softmax)
 
-    Subtracting the max keeps exp from overflowing; a row of -inf gives -inf.
+    Subtracting the max keeps exp from overflowing; a row of -inf gives -inf. Backward uses
+    the shifted exponentials, not exp(x - z): for large x, z rounds and x - z loses digits.
     """
 
     @staticmethod
     def forward(ctx, x, *, dim=None, keepdim=False):
         axes = normalize_dims(dim, x.ndim, "logsumexp")
         m = _finite_max(x, axes)
+        e = np.exp(x - m)
+        s = e.sum(axis=axes, keepdims=True)
         with np.errstate(divide="ignore"):
-            z = np.log(np.exp(x - m).sum(axis=axes, keepdims=True)) + m
-        ctx.save_for_backward(x, z)
+            z = np.log(s) + m
+        ctx.save_for_backward(e, s)
         ctx.axes, ctx.keepdim = axes, keepdim
         return z if keepdim else np.squeeze(z, axis=axes)
 
     @staticmethod
     def backward(ctx, g):
-        x, z = ctx.saved
+        e, s = ctx.saved
         with np.errstate(invalid="ignore"):
-            p = np.exp(x - z)
+            p = e / np.where(s == 0, 1, s)  # a row of -inf has s = 0 and no gradient
         return _keep(g, ctx.axes, ctx.keepdim) * np.nan_to_num(p, nan=0.0)
 
 

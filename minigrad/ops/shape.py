@@ -34,7 +34,8 @@ class Permute(Function):
 
     @staticmethod
     def forward(ctx, x, *, dims):
-        if sorted(d % max(x.ndim, 1) for d in dims) != list(range(x.ndim)):
+        n = x.ndim
+        if sorted(d % n if -n <= d < n else -1 for d in dims) != list(range(n)):
             raise ValueError(f"permute: dims {tuple(dims)} is not an ordering of {x.ndim} axes")
         ctx.dims = dims
         return x.transpose(dims)
@@ -88,11 +89,18 @@ def _has_int_array(index) -> bool:
     return any(isinstance(p, np.ndarray) and p.dtype.kind in "iu" for p in parts)
 
 
+def _check_dim(op: str, dim: int, ndim: int, shape: tuple[int, ...]) -> None:
+    """`dim` must name an axis of the result (of `ndim` dimensions); inputs have `shape`."""
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"{op}: dim {dim} is out of range for inputs of shape {shape}")
+
+
 class Cat(Function):
     """z = concatenate(x_1, ..., x_n) along dim       dx_k = the slice of g where x_k went"""
 
     @staticmethod
     def forward(ctx, *xs, dim=0):
+        _check_dim("cat", dim, xs[0].ndim, xs[0].shape)
         try:
             z = np.concatenate(xs, axis=dim)
         except (ValueError, np.exceptions.AxisError):
@@ -112,6 +120,7 @@ class Stack(Function):
 
     @staticmethod
     def forward(ctx, *xs, dim=0):
+        _check_dim("stack", dim, xs[0].ndim + 1, xs[0].shape)  # the new axis may also go last
         try:
             z = np.stack(xs, axis=dim)
         except ValueError:

@@ -1,0 +1,179 @@
+"""One GPT training step (forward, backward, Adam) in minigrad and, when installed, PyTorch.
+
+The step: vocab 65, context 64, batch 16, 2 layers, 4 heads, d=64, MLP 256, GELU (tanh form),
+pre-norm, untied head, cross-entropy, Adam. Both frameworks start from the same weights and
+batch, and the script checks that they compute the same loss. Each framework runs in its own
+process, so that peak memory (RSS) is its own.
+
+    python benchmarks/gpt_step.py --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+V, T, B, LAYERS, HEADS, C = 65, 64, 16, 2, 4, 64
+
+
+def batch() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, V, (B, T))
+    return x, (x + 1) % V
+
+
+def minigrad_model():
+    import minigrad as mg
+    from minigrad.models.gpt import GPT, GPTConfig
+
+    mg.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=V, block_size=T, embed_dim=C, num_heads=HEADS, num_layers=LAYERS,
+                          activation="tanh", tie_weights=False))
+    return model
+
+
+def saved_bytes(loss) -> int:
+    """Bytes of the arrays the graph of `loss` keeps for backward (each array once)."""
+    from minigrad.autograd import _toposort
+
+    seen, total = set(), 0
+    for node in _toposort(loss.grad_fn):
+        for a in node.saved or ():
+            if isinstance(a, np.ndarray) and id(a) not in seen:
+                seen.add(id(a))
+                total += a.nbytes
+    return total
+
+
+def run_minigrad(steps: int, threads: int) -> dict:
+    import minigrad as mg
+
+    mg.set_num_threads(threads)
+    model = minigrad_model()
+    opt = mg.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = (mg.tensor(a) for a in batch())
+    first = model.loss(x, y)
+    info = {"loss": first.item(), "saved_bytes": saved_bytes(first)}
+
+    def step() -> float:
+        loss = model.loss(x, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return {**info, **_time(step, steps)}
+
+
+def run_torch(steps: int, threads: int) -> dict:
+    import torch
+    import torch.nn as tnn
+    import torch.nn.functional as TF
+
+    torch.set_num_threads(threads)
+
+    class Block(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.norm2 = tnn.LayerNorm(C), tnn.LayerNorm(C)
+            self.q_proj, self.k_proj, self.v_proj, self.out_proj = (tnn.Linear(C, C) for _ in range(4))
+            self.linear1, self.linear2 = tnn.Linear(C, 4 * C), tnn.Linear(4 * C, C)
+
+        def forward(self, x):
+            h = self.norm1(x)
+            q, k, v = (p(h).view(B, T, HEADS, C // HEADS).transpose(1, 2)
+                       for p in (self.q_proj, self.k_proj, self.v_proj))
+            a = TF.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.out_proj(a.transpose(1, 2).reshape(B, T, C))
+            return x + self.linear2(TF.gelu(self.linear1(self.norm2(x)), approximate="tanh"))
+
+    class GPT(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok_emb, self.pos_emb = tnn.Embedding(V, C), tnn.Embedding(T, C)
+            self.blocks = tnn.ModuleList(Block() for _ in range(LAYERS))
+            self.norm_f, self.head = tnn.LayerNorm(C), tnn.Linear(C, V, bias=False)
+
+        def forward(self, idx, targets):
+            x = self.tok_emb(idx) + self.pos_emb(torch.arange(T))
+            for block in self.blocks:
+                x = block(x)
+            return TF.cross_entropy(self.head(self.norm_f(x)).view(-1, V), targets.view(-1))
+
+    model = GPT()
+    # The same initial weights as minigrad's model: copy them over by name.
+    ours = dict(minigrad_model().named_parameters())
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            theirs = name.replace("mlp.", "").replace("attn.", "")
+            key = next(k for k in ours if k.replace("mlp.", "").replace("attn.", "") == theirs)
+            p.copy_(torch.from_numpy(ours[key].data))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = (torch.from_numpy(a) for a in batch())
+    info = {"loss": model(x, y).item()}
+
+    def step() -> float:
+        loss = model(x, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return {**info, **_time(step, steps)}
+
+
+def _time(step, steps: int) -> dict:
+    for _ in range(5):  # warm up: first calls allocate and load kernels
+        step()
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"ms": 1000 * float(np.median(times)), "rss_mb": rss_kb / 1024}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--steps", type=int, default=50)
+    p.add_argument("--only", choices=["minigrad", "torch"], help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.only:  # child process: one framework, results as JSON
+        run = run_minigrad if args.only == "minigrad" else run_torch
+        print(json.dumps(run(args.steps, args.threads)))
+        return
+    results = {}
+    for name in ("minigrad", "torch"):
+        cmd = [sys.executable, __file__, "--only", name, "--threads", str(args.threads),
+               "--steps", str(args.steps)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode == 0:
+            results[name] = json.loads(done.stdout.strip().splitlines()[-1])
+        elif name == "torch" and "No module named 'torch'" in done.stderr:
+            print("(PyTorch is not installed: minigrad only)")
+        else:
+            sys.exit(f"{name} failed:\n{done.stderr}")
+    print(f"GPT step (B={B}, T={T}, C={C}, {LAYERS} layers, {HEADS} heads, V={V}), "
+          f"{args.threads} thread(s), median of {args.steps} steps")
+    print(f"{'':10} {'ms/step':>8} {'peak RSS MB':>12} {'first loss':>11}")
+    for name, r in results.items():
+        print(f"{name:10} {r['ms']:8.1f} {r['rss_mb']:12.0f} {r['loss']:11.5f}")
+    m = results["minigrad"]
+    print(f"saved for backward per step (minigrad): {m['saved_bytes'] / 2**20:.1f} MiB")
+    if "torch" in results:
+        t = results["torch"]
+        same = abs(m["loss"] - t["loss"]) < 1e-4
+        print(f"ratio minigrad / torch: time {m['ms'] / t['ms']:.2f}x, RSS {m['rss_mb'] / t['rss_mb']:.2f}x; "
+              f"same loss: {'yes' if same else 'NO'}")
+
+
+if __name__ == "__main__":
+    main()
