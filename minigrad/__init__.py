@@ -32,6 +32,7 @@ from .creation import (
     zeros_like,
 )
 from .gradcheck import GradcheckError, gradcheck
+from .memory import keep_freed_memory
 from .random import manual_seed
 from .serialization import load, save
 from .tensor import Tensor
@@ -42,6 +43,8 @@ float32, float64, int64, int32 = np.float32, np.float64, np.int64, np.int32
 bool_ = np.bool_
 
 __version__ = "0.1.0"
+
+keep_freed_memory()
 
 __all__ = [
     "AnomalyError", "Function", "GradcheckError", "Tensor", "arange", "as_tensor", "bool_", "cat",

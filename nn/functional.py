@@ -50,8 +50,8 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"linear: input of shape {x.shape} does not fit weight of shape {weight.shape} "
             "(the input's last dimension must equal weight.shape[1] = in_features)"
         )
-    y = x @ weight.T
-    return y if bias is None else y + bias
+    # Fused (one matrix product, see kernels.Linear); the same as `x @ weight.T + bias`.
+    return kernels.Linear.apply(x, weight) if bias is None else kernels.Linear.apply(x, weight, bias)
 
 
 def embedding(idx: Any, weight: Tensor, padding_idx: int | None = None) -> Tensor:

@@ -91,11 +91,11 @@ def test_graph_depth_1_shows_the_blocks_depth_3_the_ops(tmp_path, capsys):
     assert code == 0 and "g1.svg" in out and "gpt (tiny)" in out
     shallow = svg_texts(tmp_path / "g1.svg")
     assert "blocks.0 (Block)" in shallow and "CrossEntropy" in shallow
-    assert "Attention" not in shallow and "MatMul" not in shallow  # folded into the block box
+    assert "Attention" not in shallow and "Linear" not in shallow  # folded into the block box
 
     assert run(["graph", "gpt", "--depth", "3", "--out", str(tmp_path / "g3.svg")], capsys)[0] == 0
     deep = svg_texts(tmp_path / "g3.svg")
-    assert {"Attention", "MatMul", "LayerNorm", "blocks.0.attn (CausalSelfAttention)"} <= set(deep)
+    assert {"Attention", "Linear", "LayerNorm", "blocks.0.attn (CausalSelfAttention)"} <= set(deep)
     assert any(t.startswith("|grad| = ") for t in deep)  # drawn after backward
 
 
