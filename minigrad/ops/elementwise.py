@@ -80,6 +80,20 @@ class Neg(Function):
         return -g
 
 
+def power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a ** b. numpy's float32 pow goes through a slow libm call (x**3 on a million floats
+    took 70 ms here, x*x*x 1 ms), so a scalar exponent of 1, 2 or 3 multiplies instead."""
+    if b.ndim == 0 and a.dtype == np.result_type(a, b):
+        e = b.item()
+        if e == 1:
+            return a.copy()
+        if e == 2:
+            return a * a
+        if e == 3:
+            return a * a * a
+    return a**b
+
+
 class Pow(Function):
     """z = a ** b       da = g * b * a**(b-1),  db = g * z * log(a)
 
@@ -89,7 +103,7 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        z = a**b
+        z = power(a, b)
         ctx.save_for_backward(a, b, z)
         return z
 
@@ -100,7 +114,7 @@ class Pow(Function):
         da = db = None
         if ctx.needs_input_grad[0]:
             with np.errstate(divide="ignore", invalid="ignore"):
-                da = g * b * a ** (b - 1)
+                da = g * b * power(a, b - 1)
             if not b.all():  # a**0 is the constant 1, even at a = 0
                 da = np.where(b == 0, zero, da)
         if ctx.needs_input_grad[1]:

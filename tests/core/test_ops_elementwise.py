@@ -324,3 +324,14 @@ def test_boolean_combinators():
     np.testing.assert_array_equal(((x > 0) & (x < 2)).data, [False, True, False])
     np.testing.assert_array_equal(((x < 1) | (x > 1)).data, [True, False, True])
     assert bool((x >= 0).all()) and not bool((x > 5).any())
+
+
+@given(x=arrays(shapes()), e=st.sampled_from([0.0, 1.0, 2.0, 3.0, -1.0, 2.5]))
+def test_fast_small_integer_powers_match_numpy_pow(x, e):
+    from minigrad.ops.elementwise import power
+
+    for dtype in (np.float32, np.float64):
+        a, b = x.astype(dtype), np.asarray(e, dtype=dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            np.testing.assert_allclose(power(a, b), a**b, rtol=1e-6)
+        assert power(a, b).dtype == dtype
