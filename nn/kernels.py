@@ -14,7 +14,7 @@ from minigrad.autograd import Function
 from minigrad.ops.reduce import LogSoftmax
 from minigrad.random import generator
 
-from ._erf import erf
+from ._erf import erf, erf_float32
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:
@@ -200,7 +200,8 @@ class GELU(Function):
             y *= x
             y *= 0.5
             return y
-        cdf = 0.5 * (1 + erf(x * math.sqrt(0.5)))
+        u = x * math.sqrt(0.5)
+        cdf = 0.5 * (1 + (erf_float32(u) if x.dtype == np.float32 and u.ndim else erf(u)))
         ctx.save_for_backward(x, cdf)
         return (x * cdf).astype(x.dtype, copy=False)
 

@@ -384,3 +384,19 @@ def test_fused_linear_matches_twin_and_gradcheck(lead, sizes, bias, seed):
     args = [x, w, b] if bias else [x, w]
     assert_same(lambda *a: F.linear(*a), lambda x, w, b=None: x @ w.T if b is None else x @ w.T + b, args)
     assert gradcheck(lambda *a: kernels.Linear.apply(*a), args)
+
+
+def test_float32_erf_fast_path_is_within_float32_resolution():
+    from minigrad.nn._erf import erf_float32
+
+    x = np.concatenate([np.linspace(-8, 8, 40001), [0.0, -0.0, 1e-30, -1e-30]]).astype(np.float32)
+    got = erf_float32(x)
+    assert got.dtype == np.float32
+    assert np.abs(got.astype(np.float64) - np.array([math.erf(float(v)) for v in x])).max() < 6e-7
+    special = erf_float32(np.array([np.nan, np.inf, -np.inf], dtype=np.float32))
+    assert np.isnan(special[0]) and special[1] == 1 and special[2] == -1
+    # the exact GELU uses it for float32 inputs and stays close to the float64 reference
+    x32 = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
+    fast = F.gelu(Tensor(x32)).data
+    ref = F.gelu(Tensor(x32.astype(np.float64))).data
+    assert fast.dtype == np.float32 and np.abs(fast - ref).max() < 2e-6
