@@ -1,7 +1,8 @@
 """The Tensor: one numpy array, its gradient, and the node of the graph that made it.
 
-Every method is written out here (no attributes attached at import time) and hands the math
-to an op in `minigrad.ops`, where forward and backward sit side by side.
+Every method is written out (no attributes attached at import time): here, and in the two
+base classes of tensor_math.py and tensor_shape.py. Each hands the math to an op in
+`minigrad.ops`, where forward and backward sit side by side.
 """
 
 from __future__ import annotations
@@ -13,27 +14,16 @@ import numpy as np
 
 from . import autograd
 from .ops.elementwise import (
-    Abs,
     Add,
-    Clip,
     Div,
-    Exp,
-    Log,
-    MaskedFill,
-    Maximum,
-    Minimum,
     Mul,
     Neg,
     Pow,
-    ReLU,
-    Sigmoid,
-    Sqrt,
     Sub,
-    Tanh,
 )
 from .ops.linalg import Cast, MatMul
-from .ops.reduce import LogSoftmax, LogSumExp, Max, Mean, Min, Softmax, Sum, Var, normalize_dims
-from .ops.shape import Expand, GetItem, Permute, Reshape
+from .tensor_math import MathMethods
+from .tensor_shape import ShapeMethods
 
 Dim = int | Sequence[int] | None
 
@@ -55,7 +45,7 @@ def to_array(data: Any, dtype: Any = None) -> np.ndarray:
     return arr
 
 
-class Tensor:
+class Tensor(MathMethods, ShapeMethods):
     """An n-dimensional array that records how it was computed, for reverse-mode autodiff.
 
     Attributes:
@@ -386,179 +376,3 @@ class Tensor:
 
     def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         return Tensor._make(np.asarray(np.argmin(self.data, axis=dim, keepdims=keepdim)), None)
-
-    # ------------------------------------------------------------------ elementwise math
-
-    def exp(self) -> Tensor:
-        return Exp.apply(self)
-
-    def log(self) -> Tensor:
-        return Log.apply(self)
-
-    def sqrt(self) -> Tensor:
-        return Sqrt.apply(self)
-
-    def abs(self) -> Tensor:
-        return Abs.apply(self)
-
-    def tanh(self) -> Tensor:
-        return Tanh.apply(self)
-
-    def sigmoid(self) -> Tensor:
-        return Sigmoid.apply(self)
-
-    def relu(self) -> Tensor:
-        return ReLU.apply(self)
-
-    def clip(self, min: float | None = None, max: float | None = None) -> Tensor:
-        if min is None and max is None:
-            raise ValueError("clip: give at least one of min and max")
-        return Clip.apply(self, low=min, high=max)
-
-    clamp = clip
-
-    def maximum(self, other: Any) -> Tensor:
-        return self._binary(Maximum, self, self._other(other))
-
-    def minimum(self, other: Any) -> Tensor:
-        return self._binary(Minimum, self, self._other(other))
-
-    def masked_fill(self, mask: Any, value: float) -> Tensor:
-        """Put `value` where `mask` is True (mask broadcasts to self's shape)."""
-        m = mask if isinstance(mask, Tensor) else Tensor._make(np.asarray(mask), None)
-        if m.dtype != np.bool_:
-            raise TypeError(f"masked_fill: the mask must be boolean, not {m.dtype}")
-        if np.broadcast_shapes(m.shape, self.shape) != self.shape:
-            raise ValueError(f"masked_fill: mask of shape {m.shape} does not broadcast to {self.shape}")
-        return MaskedFill.apply(self, m, value=value)
-
-    # ------------------------------------------------------------------ reductions
-
-    def sum(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
-        return Sum.apply(self, dim=dim, keepdim=keepdim)
-
-    def mean(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
-        return Mean.apply(self, dim=dim, keepdim=keepdim)
-
-    def max(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
-        """The largest values over dim (ties share the gradient). Returns values only, like
-        PyTorch's `amax`; use `argmax` for the positions."""
-        return Max.apply(self, dim=dim, keepdim=keepdim)
-
-    def min(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
-        return Min.apply(self, dim=dim, keepdim=keepdim)
-
-    amax, amin = max, min
-
-    def var(self, dim: Dim = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-        """Variance over dim; correction=1 divides by n - 1 (unbiased), as PyTorch."""
-        return Var.apply(self, dim=dim, keepdim=keepdim, correction=correction)
-
-    def std(self, dim: Dim = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-        return self.var(dim, keepdim, correction).sqrt()
-
-    def logsumexp(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
-        return LogSumExp.apply(self, dim=dim, keepdim=keepdim)
-
-    def softmax(self, dim: int = -1) -> Tensor:
-        return Softmax.apply(self, dim=dim)
-
-    def log_softmax(self, dim: int = -1) -> Tensor:
-        return LogSoftmax.apply(self, dim=dim)
-
-    # ------------------------------------------------------------------ shape
-
-    def reshape(self, *shape: Any) -> Tensor:
-        shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        return self if shape == self.shape else Reshape.apply(self, shape=shape)
-
-    view = reshape
-
-    def permute(self, *dims: Any) -> Tensor:
-        dims = tuple(dims[0]) if len(dims) == 1 and not isinstance(dims[0], int) else dims
-        if len(dims) != self.ndim:
-            raise ValueError(f"permute: {len(dims)} dims given for a tensor of {self.ndim} dimensions")
-        return Permute.apply(self, dims=dims)
-
-    def transpose(self, dim0: int, dim1: int) -> Tensor:
-        dims = list(range(self.ndim))
-        if self.ndim:
-            (d0,), (d1,) = (normalize_dims(d, self.ndim, "transpose") for d in (dim0, dim1))
-            dims[d0], dims[d1] = dims[d1], dims[d0]
-        return self.permute(*dims)
-
-    def expand(self, *sizes: Any) -> Tensor:
-        """Broadcast to a larger shape without copying; -1 keeps a size."""
-        sizes = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
-        lead = len(sizes) - self.ndim
-        shape = tuple(
-            self.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes)
-        )
-        return Expand.apply(self, shape=shape)
-
-    def unsqueeze(self, dim: int) -> Tensor:
-        d = dim % (self.ndim + 1) if -self.ndim - 1 <= dim <= self.ndim else None
-        if d is None:
-            raise IndexError(f"unsqueeze: dim {dim} is out of range for {self.ndim} dimensions")
-        return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
-
-    def squeeze(self, dim: Dim = None) -> Tensor:
-        """Drop axes of size 1 (all of them, or those in dim that have size 1)."""
-        axes = normalize_dims(dim, self.ndim, "squeeze")
-        return self.reshape(tuple(s for i, s in enumerate(self.shape) if not (i in axes and s == 1)))
-
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-        if self.ndim == 0:
-            return self.reshape(1)
-        s, e = _axis(start_dim, self.ndim, "flatten"), _axis(end_dim, self.ndim, "flatten")
-        if s > e:
-            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
-        return self.reshape(self.shape[:s] + (-1,) + self.shape[e + 1:])
-
-    def split(self, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
-        """Pieces of `split_size` along dim (the last may be smaller), or of the given sizes."""
-        dim = _axis(dim, self.ndim, "split")
-        n = self.shape[dim]
-        if isinstance(split_size_or_sections, int):
-            step = split_size_or_sections
-            sizes = [min(step, n - i) for i in range(0, n, step)] or [0]
-        else:
-            sizes = list(split_size_or_sections)
-            if sum(sizes) != n:
-                raise ValueError(f"split: sizes {sizes} do not add up to {n} (dim {dim})")
-        pieces, start = [], 0
-        lead = (slice(None),) * dim
-        for size in sizes:
-            pieces.append(self[lead + (slice(start, start + size),)])
-            start += size
-        return tuple(pieces)
-
-    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
-        n = self.shape[_axis(dim, self.ndim, "chunk")]
-        return self.split(max(-(-n // chunks), 1), dim)
-
-    def __getitem__(self, index: Any) -> Tensor:
-        return GetItem.apply(self, index=_to_index(index))
-
-
-def _axis(dim: int, ndim: int, op: str) -> int:
-    """`dim` as a non-negative axis of a tensor of `ndim` >= 1 dimensions, checked."""
-    if ndim == 0:
-        raise IndexError(f"{op}: a 0-d tensor has no dim {dim}")
-    return normalize_dims(dim, ndim, op)[0]
-
-
-def _to_index(index: Any) -> Any:
-    """Index parts as numpy understands them: tensors and lists become arrays."""
-    if isinstance(index, tuple):
-        return tuple(_to_index(i) for i in index)
-    if isinstance(index, Tensor):
-        index = index.data
-    elif isinstance(index, list):
-        index = np.asarray(index)
-    if isinstance(index, np.ndarray) and index.dtype.kind not in "iub":
-        raise IndexError(
-            f"getitem: index arrays must be integer or boolean, not {index.dtype} "
-            "(make them with dtype=minigrad.int64)"
-        )
-    return index

@@ -121,3 +121,9 @@ def test_backward_twice_is_a_clear_error():
     y.backward()
     with pytest.raises(RuntimeError, match=r"backward: the graph through \w+ was already freed"):
         y.backward()
+
+
+def test_masked_fill_with_a_mask_that_does_not_broadcast_names_both_shapes():
+    x = mg.randn(2, 3)
+    with pytest.raises(ValueError, match=r"masked_fill: mask of shape \(2,\) does not broadcast to \(2, 3\)"):
+        x.masked_fill(mg.tensor([True, False]), 0.0)

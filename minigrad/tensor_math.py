@@ -1,0 +1,109 @@
+"""Tensor methods for math: elementwise functions and reductions.
+
+They live in a base class of Tensor, `MathMethods`, only to keep tensor.py short; every one
+is written out here and hands the work to an op in `minigrad.ops`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from .ops.elementwise import Abs, Clip, Exp, Log, MaskedFill, Maximum, Minimum, ReLU, Sigmoid, Sqrt, Tanh
+from .ops.reduce import LogSoftmax, LogSumExp, Max, Mean, Min, Softmax, Sum, Var
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+Dim = int | Sequence[int] | None
+
+
+class MathMethods:
+    """The math methods of Tensor (see tensor.py for the rest)."""
+
+    __slots__ = ()
+    shape: tuple[int, ...]
+
+    # ------------------------------------------------------------------ elementwise math
+
+    def exp(self) -> Tensor:
+        return Exp.apply(self)
+
+    def log(self) -> Tensor:
+        return Log.apply(self)
+
+    def sqrt(self) -> Tensor:
+        return Sqrt.apply(self)
+
+    def abs(self) -> Tensor:
+        return Abs.apply(self)
+
+    def tanh(self) -> Tensor:
+        return Tanh.apply(self)
+
+    def sigmoid(self) -> Tensor:
+        return Sigmoid.apply(self)
+
+    def relu(self) -> Tensor:
+        return ReLU.apply(self)
+
+    def clip(self, min: float | None = None, max: float | None = None) -> Tensor:
+        if min is None and max is None:
+            raise ValueError("clip: give at least one of min and max")
+        return Clip.apply(self, low=min, high=max)
+
+    clamp = clip
+
+    def maximum(self, other: Any) -> Tensor:
+        return self._binary(Maximum, self, self._other(other))
+
+    def minimum(self, other: Any) -> Tensor:
+        return self._binary(Minimum, self, self._other(other))
+
+    def masked_fill(self, mask: Any, value: float) -> Tensor:
+        """Put `value` where `mask` is True (mask broadcasts to self's shape)."""
+        m = mask if isinstance(mask, MathMethods) else self._make(np.asarray(mask), None)
+        if m.dtype != np.bool_:
+            raise TypeError(f"masked_fill: the mask must be boolean, not {m.dtype}")
+        try:
+            fits = np.broadcast_shapes(m.shape, self.shape) == self.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"masked_fill: mask of shape {m.shape} does not broadcast to {self.shape}")
+        return MaskedFill.apply(self, m, value=value)
+
+    # ------------------------------------------------------------------ reductions
+
+    def sum(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+        return Sum.apply(self, dim=dim, keepdim=keepdim)
+
+    def mean(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+        return Mean.apply(self, dim=dim, keepdim=keepdim)
+
+    def max(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+        """The largest values over dim (ties share the gradient). Returns values only, like
+        PyTorch's `amax`; use `argmax` for the positions."""
+        return Max.apply(self, dim=dim, keepdim=keepdim)
+
+    def min(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+        return Min.apply(self, dim=dim, keepdim=keepdim)
+
+    amax, amin = max, min
+
+    def var(self, dim: Dim = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+        """Variance over dim; correction=1 divides by n - 1 (unbiased), as PyTorch."""
+        return Var.apply(self, dim=dim, keepdim=keepdim, correction=correction)
+
+    def std(self, dim: Dim = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+        return self.var(dim, keepdim, correction).sqrt()
+
+    def logsumexp(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+        return LogSumExp.apply(self, dim=dim, keepdim=keepdim)
+
+    def softmax(self, dim: int = -1) -> Tensor:
+        return Softmax.apply(self, dim=dim)
+
+    def log_softmax(self, dim: int = -1) -> Tensor:
+        return LogSoftmax.apply(self, dim=dim)
