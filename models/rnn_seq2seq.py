@@ -64,13 +64,18 @@ class Decoder(nn.Module):
         self.drop = nn.Dropout(config.dropout)
         self.head = nn.Linear(C + C, config.vocab_size)  # from the new state and the context
 
+    def project(self, annotations: Tensor) -> Tensor | None:
+        """The attention's key projection of the annotations (B, S, A), the same at every step."""
+        return None if self.attention is None else self.attention.project_keys(annotations)
+
     def forward(self, y_prev: Tensor, s: Tensor, annotations: Tensor, final: Tensor,
-                src_mask: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+                src_mask: Tensor, keys: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor | None]:
         """Logits (B, V), the new state (B, C) and the attention weights (B, S) (None without
-        attention), from the previous token's embedding y_prev (B, E) and state s (B, C)."""
+        attention), from the previous token's embedding y_prev (B, E) and state s (B, C);
+        `keys` is `project(annotations)`, computed once per sequence."""
         if self.attention is not None:
-            context, weights = self.attention(s.unsqueeze(1), annotations, annotations,
-                                              mask=src_mask)  # (B, 1, C), (B, 1, S)
+            context, weights = self.attention(s.unsqueeze(1), annotations, annotations, mask=src_mask,
+                                              projected_keys=keys)  # (B, 1, C), (B, 1, S)
             context, weights = context.squeeze(1), weights.squeeze(1)  # (B, C), (B, S)
         else:
             context, weights = final, None  # (B, C): the fixed vector
@@ -129,9 +134,10 @@ class RNNSeq2Seq(nn.Module):
         annotations, final, src_mask = self.encode(src)  # (B, S, C), (B, C), (B, 1, 1, S)
         y = self.drop(self.embed(tgt_in))  # (B, T, E)
         s = final  # (B, C): the decoder starts from the encoder's final state
+        keys = self.decoder.project(annotations)  # (B, S, A) or None
         logits = []
         for t in range(tgt_in.shape[1]):
-            step_logits, s, _ = self.decoder(y[:, t], s, annotations, final, src_mask)  # (B, V), (B, C)
+            step_logits, s, _ = self.decoder(y[:, t], s, annotations, final, src_mask, keys)  # (B, V), (B, C)
             logits.append(step_logits)
         return mg.stack(logits, dim=1)  # (B, T, V)
 
@@ -158,12 +164,14 @@ class RNNSeq2Seq(nn.Module):
         annotations, final, src_mask = self.encode(mg.tensor(np.asarray(getattr(src, "data", src))))
         B = annotations.shape[0]
         s = final  # (B, C)
+        keys = self.decoder.project(annotations)  # (B, S, A) or None
         token = np.full(B, cfg.bos_id, dtype=np.int64)  # (B,)
         out, weights = [], []
         finished = np.zeros(B, dtype=bool)
         for _ in range(max_len):
             y_prev = self.embed(mg.tensor(token))  # (B, E)
-            logits, s, w = self.decoder(y_prev, s, annotations, final, src_mask)  # (B, V), (B, C), (B, S)
+            logits, s, w = self.decoder(y_prev, s, annotations, final, src_mask, keys)
+            # logits (B, V), s (B, C), w (B, S)
             token = np.where(finished, cfg.pad_id, logits.data.argmax(-1))  # (B,)
             out.append(token)
             weights.append(None if w is None else w.data)  # (B, S)

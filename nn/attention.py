@@ -252,10 +252,18 @@ class AdditiveAttention(Module):
         self.w_k = Linear(key_dim, hidden_dim, bias=False)
         self.v = Linear(hidden_dim, 1, bias=False)
 
-    def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Any = None) -> tuple[Tensor, Tensor]:
+    def project_keys(self, keys: Tensor) -> Tensor:
+        """W_k keys (B, Tk, hidden): compute it once when the same keys meet many queries, as at
+        every step of an RNN decoder, and pass it to forward as `projected_keys`."""
+        return self.w_k(keys)
+
+    def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Any = None,
+                projected_keys: Tensor | None = None) -> tuple[Tensor, Tensor]:
         _check_qkv("AdditiveAttention", query, keys, values, self.query_dim, self.key_dim)
         q = self.w_q(query).unsqueeze(2)  # (B, Tq, 1, hidden)
-        k = self.w_k(keys).unsqueeze(1)  # (B, 1, Tk, hidden)
+        if projected_keys is None:
+            projected_keys = self.project_keys(keys)
+        k = projected_keys.unsqueeze(1)  # (B, 1, Tk, hidden)
         scores = self.v((q + k).tanh()).squeeze(-1)  # (B, Tq, Tk)
         weights = masked_softmax(scores, _single_head_mask(mask), "AdditiveAttention")
         if _recorders:  # nn.record_attention is open

@@ -214,3 +214,13 @@ def test_single_head_attention_formula_mask_and_gradcheck(make):
         module(mg.tensor(q), mg.tensor(q), mg.tensor(v))
     with pytest.raises(ValueError, match=r"mask of shape \(3, 4\)"):
         module(mg.tensor(q), mg.tensor(k), mg.tensor(v), mask=np.ones((3, 4), bool))
+
+
+def test_additive_attention_with_keys_projected_once_is_the_same():
+    mg.manual_seed(0)
+    attn = nn.AdditiveAttention(3, 4, 5)
+    q, k, v = mg.randn(2, 1, 3), mg.randn(2, 6, 4), mg.randn(2, 6, 2)
+    ctx, w = attn(q, k, v)
+    ctx2, w2 = attn(q, k, v, projected_keys=attn.project_keys(k))
+    np.testing.assert_array_equal(ctx.data, ctx2.data)
+    np.testing.assert_array_equal(w.data, w2.data)
