@@ -6,7 +6,8 @@ Understanding" (2019); the lecture notes' "BERT: Contextual Pretraining": the in
 of token, segment and position embeddings; 15% of the tokens are selected, of which 80% become
 [MASK], 10% a random token and 10% stay, and the model predicts the originals; a second head
 tells from [CLS] whether sentence B followed sentence A. No causal mask: every token sees the
-whole sequence, except padding.
+whole sequence, except padding. The layers are post-norm, x = LayerNorm(x + attn(x)), and use
+GELU in its tanh form, as the original code did.
 
 Input layout: [CLS] A [SEP] B [SEP] [PAD] ..., segment ids 0 for "[CLS] A [SEP]", 1 for "B [SEP]".
 
