@@ -1,0 +1,1 @@
+"""Exercises: students write the kernels of the course, and a grader names their mistakes."""

@@ -1,0 +1,1 @@
+"""Export minigrad models to PyTorch, train them there, bring the weights back."""
