@@ -54,15 +54,41 @@ class CausalSelfAttention(nn.Module):
         else:
             # Keys and values of earlier tokens come from the cache; the T new queries see
             # every cached key and, among the new ones, those at or before their position.
-            if "k" in cache:
-                k = mg.cat([cache["k"], k], dim=2)  # (B, H, S, D), S = cached + T
-                v = mg.cat([cache["v"], v], dim=2)
-            cache["k"], cache["v"] = k, v
-            S = k.shape[2]
-            allowed = np.tril(np.ones((T, S), dtype=bool), k=S - T)  # (T, S)
-            y = F.scaled_dot_product_attention(q, k, v, mask=mg.tensor(allowed))
+            n = cache.get("length", 0)
+            k, v = _cache_append(cache, k, v)  # (B, H, S, D), S = n + T
+            if T == 1:  # one new token sees everything
+                y = F.scaled_dot_product_attention(q, k, v)
+            elif n == 0:  # the prompt: plain causal attention
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                allowed = np.tril(np.ones((T, n + T), dtype=bool), k=n)  # (T, S)
+                y = F.scaled_dot_product_attention(q, k, v, mask=mg.tensor(allowed))
         y = y.transpose(1, 2).reshape(B, T, C)  # (B, T, C): heads side by side again
         return self.resid_dropout(self.out_proj(y))
+
+
+def _cache_append(cache: dict, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+    """Write the new keys and values (B, H, T, D) after the cached ones; return views of all.
+
+    The buffers grow geometrically, so a step writes its T rows in place and reads a view:
+    no copy of the S cached rows per token (re-concatenating them made a step O(S) copies).
+    A cache is for generation only: gradients do not flow into earlier steps.
+    """
+    if mg.is_grad_enabled() and (k.requires_grad or v.requires_grad):
+        raise RuntimeError("GPT: the KV cache is for generation; run cached steps under mg.no_grad()")
+    n, T = cache.get("length", 0), k.shape[2]
+    buf_k = cache.get("k")
+    if buf_k is None or buf_k.shape[2] < n + T or buf_k.shape[:2] != k.shape[:2]:
+        size = max(n + T, 2 * (0 if buf_k is None else buf_k.shape[2]), 16)
+        new_k = np.empty(k.shape[:2] + (size,) + k.shape[3:], dtype=k.dtype)
+        new_v = np.empty(v.shape[:2] + (size,) + v.shape[3:], dtype=v.dtype)
+        if n:
+            new_k[:, :, :n], new_v[:, :, :n] = buf_k[:, :, :n], cache["v"][:, :, :n]
+        cache["k"], cache["v"] = new_k, new_v
+    cache["k"][:, :, n:n + T] = k.data
+    cache["v"][:, :, n:n + T] = v.data
+    cache["length"] = n + T
+    return Tensor(cache["k"][:, :, :n + T]), Tensor(cache["v"][:, :, :n + T])
 
 
 class MLP(nn.Module):
@@ -168,21 +194,36 @@ class GPT(nn.Module):
 
         temperature < 1 sharpens the distribution, > 1 flattens it, 0 takes the argmax;
         top_k keeps only the k most likely tokens. With use_cache the keys and values of
-        the prefix are kept between steps; the tokens are the same as without it.
+        the prefix are kept between steps, so a step runs one query against the cache; the
+        tokens are the same as without it while the sequence fits in block_size. Past it,
+        the uncached model reads the last block_size tokens at every step, while the cache,
+        once full, restarts from the last half window (its positions are absolute, so it
+        cannot slide by one token): from there on the two may pick different tokens.
         """
         if temperature < 0:
             raise ValueError(f"generate: temperature must be >= 0, got {temperature}")
+        if max_new_tokens < 0:
+            raise ValueError(f"generate: max_new_tokens must be >= 0, got {max_new_tokens}")
         was_training = self.training
         self.eval()
         out = np.array(getattr(idx, "data", idx), dtype=np.int64)  # (B, T)
-        caches = None
+        block = self.config.block_size
+        caches, cached = None, 0  # the caches hold the last `cached` tokens of out, at positions 0..
         for _ in range(max_new_tokens):
-            if use_cache and caches is not None and out.shape[1] <= self.config.block_size:
-                logits = self(mg.tensor(out[:, -1:]), caches, start=out.shape[1] - 1)
+            if not use_cache:
+                logits = self(mg.tensor(out[:, -block:]))  # crop to the context window
+            elif caches is not None and cached < block:  # one new token against the cache
+                logits = self(mg.tensor(out[:, -1:]), caches, start=cached)
+                cached += 1
             else:
-                context = out[:, -self.config.block_size:]  # crop to the context window
-                caches = [{} for _ in self.blocks] if use_cache else None
+                # Fill the caches from the prompt or, once the window is full, from its last
+                # half: positions are absolute, so a window that slides by one token would
+                # change every cached key. Jumping by half a window keeps most steps cheap.
+                keep = out.shape[1] if caches is None else block - block // 2
+                context = out[:, -min(keep, block):]
+                caches = [{} for _ in self.blocks]
                 logits = self(mg.tensor(context), caches)
+                cached = context.shape[1]
             out = np.concatenate([out, self._pick(logits.data[:, -1], temperature, top_k)], axis=1)
         self.train(was_training)
         return out

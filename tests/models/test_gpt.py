@@ -45,15 +45,50 @@ def test_later_tokens_do_not_change_earlier_logits():
 
 
 @pytest.mark.parametrize("temperature,top_k", [(1.0, None), (0.7, 3), (0.0, None)])
-def test_kv_cache_gives_the_same_tokens(temperature, top_k):
+def test_kv_cache_gives_the_same_tokens_within_the_window(temperature, top_k):
     model = make()
     prompt = tokens(2, 3, seed=2)
     mg.manual_seed(5)
-    cached = model.generate(prompt, 12, temperature=temperature, top_k=top_k, use_cache=True)
+    cached = model.generate(prompt, 5, temperature=temperature, top_k=top_k, use_cache=True)
     mg.manual_seed(5)
-    plain = model.generate(prompt, 12, temperature=temperature, top_k=top_k, use_cache=False)
-    assert cached.shape == (2, 15)  # runs past block_size 8: the context is cropped
+    plain = model.generate(prompt, 5, temperature=temperature, top_k=top_k, use_cache=False)
+    assert cached.shape == (2, 8)  # block_size 8: the whole sequence fits
     np.testing.assert_array_equal(cached, plain)
+
+
+@pytest.mark.parametrize("prompt_len", [3, 8, 11])
+def test_kv_cache_past_the_window_restarts_from_the_last_half(prompt_len):
+    """Past block_size the cache restarts from the last half window; each token is the one
+    a full forward pass over that window picks (so the cache holds exactly those keys)."""
+    model = make()
+    prompt = tokens(2, prompt_len, seed=2)
+    cached = model.generate(prompt, 20, temperature=0.0, use_cache=True)
+    block, keep = model.config.block_size, model.config.block_size - model.config.block_size // 2
+    out, start = prompt.data.copy(), max(0, prompt_len - block)
+    with mg.no_grad():
+        for _ in range(20):
+            if out.shape[1] - start > block:
+                start = out.shape[1] - keep
+            logits = model(mg.tensor(out[:, start:])).data[:, -1]
+            out = np.concatenate([out, logits.argmax(-1)[:, None]], axis=1)
+    np.testing.assert_array_equal(cached, out)
+
+
+def test_kv_cache_buffers_grow_in_place_without_recopying_each_step():
+    model = make()
+    caches = [{} for _ in model.blocks]
+    with mg.no_grad():
+        model(tokens(1, 3, seed=1), caches)
+        buffer = caches[0]["k"]
+        for t in range(3, 8):
+            model(tokens(1, 1, seed=t), caches, start=t)
+    assert caches[0]["length"] == 8 and caches[0]["k"] is buffer  # written in place, not re-made
+
+
+def test_kv_cache_refuses_to_record_a_graph():
+    model = make()
+    with pytest.raises(RuntimeError, match="no_grad"):
+        model(tokens(1, 3, seed=1), [{} for _ in model.blocks])
 
 
 def test_top_k_one_is_greedy():
