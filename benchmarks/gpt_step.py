@@ -1,11 +1,13 @@
 """One GPT training step (forward, backward, Adam) in minigrad and, when installed, PyTorch.
 
-The step: vocab 65, context 64, batch 16, 2 layers, 4 heads, d=64, MLP 256, GELU (tanh form),
-pre-norm, untied head, cross-entropy, Adam. Both frameworks start from the same weights and
-batch, and the script checks that they compute the same loss. Each framework runs in its own
-process, so that peak memory (RSS) is its own.
+The standard step: vocab 65, context 64, batch 16, 2 layers, 4 heads, d=64, MLP 256, GELU
+(tanh form), pre-norm, untied head, cross-entropy, Adam. `--config long` is the long-context
+step: context 1024, batch 2, 2 layers, 4 heads, d=128. Both frameworks start from the same
+weights and batch, and the script checks that they compute the same loss. Each framework runs
+in its own process, so that peak memory (RSS) is its own.
 
     python benchmarks/gpt_step.py --threads 1
+    python benchmarks/gpt_step.py --threads 1 --config long
 """
 
 from __future__ import annotations
@@ -19,7 +21,16 @@ import time
 
 import numpy as np
 
-V, T, B, LAYERS, HEADS, C = 65, 64, 16, 2, 4, 64
+CONFIGS = {
+    "standard": dict(V=65, T=64, B=16, LAYERS=2, HEADS=4, C=64),
+    "long": dict(V=65, T=1024, B=2, LAYERS=2, HEADS=4, C=128),
+}
+V, T, B, LAYERS, HEADS, C = CONFIGS["standard"].values()
+
+
+def use_config(name: str) -> None:
+    """Set the module's sizes (V, T, B, ...) to those of one configuration."""
+    globals().update(CONFIGS[name])
 
 
 def batch() -> tuple[np.ndarray, np.ndarray]:
@@ -145,8 +156,11 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--rounds", type=int, default=3, help="alternate the frameworks this many times")
+    p.add_argument("--config", choices=list(CONFIGS), default="standard",
+                   help="standard (T=64, batch 16) or long (T=1024, batch 2, d=128)")
     p.add_argument("--only", choices=["minigrad", "torch"], help=argparse.SUPPRESS)
     args = p.parse_args()
+    use_config(args.config)
     if args.only:  # child process: one framework, results as JSON
         run = run_minigrad if args.only == "minigrad" else run_torch
         print(json.dumps(run(args.steps, args.threads)))
@@ -159,7 +173,7 @@ def main() -> None:
             if name == "torch" and results.get("torch") is False:
                 continue
             cmd = [sys.executable, __file__, "--only", name, "--threads", str(args.threads),
-                   "--steps", str(args.steps)]
+                   "--steps", str(args.steps), "--config", args.config]
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode == 0:
                 r = json.loads(done.stdout.strip().splitlines()[-1])
