@@ -1,0 +1,114 @@
+"""A plain install, as a new user gets it: build the wheel, install it (no -e) into a fresh virtual
+environment, and use it from a folder outside the repository.
+
+The suite itself runs on the editable install, which finds every folder of the checkout whatever
+setup.cfg lists; only a real wheel shows a subpackage or data file that does not ship.
+"""
+
+import os
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+import zipfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Source folder -> where it installs (setup.cfg's package_dir).
+SOURCES = {"minigrad": "minigrad", "nn": "minigrad/nn", "models": "minigrad/models",
+           "exercises": "minigrad/exercises", "export": "minigrad/export"}
+SUBPACKAGES = ["minigrad", "minigrad.nn", "minigrad.models", "minigrad.models.data",
+               "minigrad.models.recipes", "minigrad.optim", "minigrad.viz", "minigrad.ops",
+               "minigrad.exercises", "minigrad.export"]
+NOT_SOURCES = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", "*.egg-info", "build", "dist",
+                                     "runs", "out", ".hypothesis", ".pytest_cache", ".ruff_cache",
+                                     ".ipynb_checkpoints")
+
+
+def _run(cmd, **kwargs):
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kwargs)
+    shown = " ".join(map(str, cmd))
+    assert done.returncode == 0, f"{shown} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def _build_wheel(tmp_path):
+    # Build from a copy, so the checkout (and its editable install's egg-info) is left untouched.
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=NOT_SOURCES)
+    # No isolation: an isolated build would download setuptools; the test extra installs `build`.
+    _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "-o", str(tmp_path / "dist"), str(src)])
+    (wheel,) = (tmp_path / "dist").glob("minigrad-*.whl")
+    return wheel
+
+
+def _expected_files():
+    """Installed path of every file of the source packages (modules and data alike)."""
+    for folder, target in SOURCES.items():
+        base = os.path.join(ROOT, folder)
+        for path, dirs, files in os.walk(base):
+            dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
+            for f in files:
+                if not f.startswith(".") and not f.endswith((".pyc", ".pyo")):
+                    rel = os.path.relpath(os.path.join(path, f), base).replace(os.sep, "/")
+                    yield f"{target}/{rel}"
+
+
+def _venv(tmp_path, wheel):
+    """A venv holding only the wheel; the dependencies (numpy...) come from this interpreter's
+    site-packages through a .pth file. Not --system-site-packages: that would also run the editable
+    install's finder, which quietly fills in any subpackage missing from the wheel."""
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    bindir = venv / ("Scripts" if os.name == "nt" else "bin")
+    python = bindir / ("python.exe" if os.name == "nt" else "python")
+    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index",
+          "--quiet", "--disable-pip-version-check", str(wheel)])
+    ask = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    venv_site = _run([str(python), "-c", ask]).stdout.strip()
+    deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    if site.ENABLE_USER_SITE and site.getusersitepackages() in sys.path:
+        deps.add(site.getusersitepackages())
+    with open(os.path.join(venv_site, "_minigrad_test_dependencies.pth"), "w") as f:
+        f.write("\n".join(sorted(deps)) + "\n")
+    return bindir, python, venv_site
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_and_runs(tmp_path):
+    pytest.importorskip("build", reason="needs the test extra: pip install -e '.[test]'")
+    wheel = _build_wheel(tmp_path)
+    with zipfile.ZipFile(wheel) as zf:
+        shipped = set(zf.namelist())
+    missing = sorted(set(_expected_files()) - shipped)
+    assert not missing, f"the wheel lacks {missing}"
+
+    bindir, python, venv_site = _venv(tmp_path, wheel)
+    outside = tmp_path / "elsewhere"  # not the checkout, whose folders would be importable from the cwd
+    outside.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
+    env["PYTHONNOUSERSITE"] = "1"
+    script = ("import importlib, sys\n"
+              f"for name in {SUBPACKAGES!r}:\n"
+              "    print(name, importlib.import_module(name).__file__)\n"
+              "print('torch imported' if 'torch' in sys.modules else 'no torch')\n")
+    done = _run([str(python), "-c", script], cwd=outside, env=env)
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "no torch"
+    where = dict(line.split(" ", 1) for line in lines[:-1])
+    assert sorted(where) == sorted(SUBPACKAGES)
+    for name, path in where.items():
+        inside = os.path.commonpath([path, venv_site]) == venv_site
+        assert inside, f"{name} imported from {path}, not from the wheel"
+
+    command = str(bindir / "minigrad")
+    done = _run([command, "--help"], cwd=outside, env=env)
+    assert "train" in done.stdout and "graph" in done.stdout
+    done = _run([command, "train", "gpt", "--preset", "tiny", "--steps", "5", "--out", "run", "--quiet"],
+                cwd=outside, env=env)
+    assert "5 steps" in done.stdout and "val_loss" in done.stdout
+    with open(outside / "run" / "log.csv") as f:
+        assert [row.split(",")[0] for row in f.read().split()[1:]] == ["1", "2", "3", "4", "5"]
+    assert (outside / "run" / "checkpoint.npz").is_file()
