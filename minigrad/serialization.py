@@ -1,4 +1,8 @@
-"""Save and load dictionaries of arrays as .npz files, written atomically."""
+"""Save and load dictionaries of arrays as .npz files, written atomically.
+
+The file is an ordinary .npz (a zip of .npy files, one per key), readable by `np.load`.
+Only arrays that load can read back without pickle are ever written.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +13,52 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .tensor import Tensor
+
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a zip with members, an empty zip
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def _as_array(key: Any, value: Any) -> np.ndarray:
+    """`value` as an array that load can read back, or a TypeError naming the key."""
+    if not isinstance(key, str):
+        raise TypeError(f"save: keys must be strings, not {type(key).__name__} ({key!r})")
+    if isinstance(value, np.ndarray):
+        arr = value
+    else:
+        # Not `getattr(value, "data", value)`: a numpy array's .data is a raw buffer.
+        data = value.data if isinstance(value, Tensor) else value
+        try:
+            arr = np.asarray(data)
+        except (ValueError, TypeError) as e:  # ragged lists and the like
+            raise TypeError(f"save: key {key!r} holds {type(value).__name__}, not an array ({e})") from None
+    if arr.dtype.hasobject:
+        raise TypeError(
+            f"save: key {key!r} holds {type(value).__name__} (dtype {arr.dtype}), which would be "
+            "pickled, and load never unpickles; store numbers, booleans, strings or dates, "
+            "or leave the key out"
+        )
+    return arr
+
 
 def save(obj: Mapping[str, Any], path: str | os.PathLike) -> None:
     """Write a dict of arrays (or tensors) to `path` as .npz.
 
-    The file is first written beside its destination and then renamed over it, so a crash
-    leaves either the old file or the new one, never half of one.
+    Every value is checked before the file is touched, so a value that load could not read
+    back (None, an object array) raises a TypeError naming its key and leaves any old file
+    as it was. Any string is a valid key. The file is first written beside its destination
+    and then renamed over it, so a crash leaves either the old file or the new one, never
+    half of one; it gets the permissions a new file would (the umask decides).
     """
-    arrays = {k: np.asarray(getattr(v, "data", v)) for k, v in obj.items()}
+    arrays = {k: _as_array(k, v) for k, v in obj.items()}
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".npz")
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600 whatever the umask
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
+            _write_npz(f, arrays)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -33,17 +68,50 @@ def save(obj: Mapping[str, Any], path: str | os.PathLike) -> None:
         raise
 
 
+def _umask() -> int:
+    # The only portable way to read the umask is to set it (and put it straight back).
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _write_npz(f: Any, arrays: Mapping[str, np.ndarray]) -> None:
+    """What np.savez does, without passing keys as keyword arguments (a key named `file` or
+    `allow_pickle` would collide with np.savez's own parameters)."""
+    with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for key, arr in arrays.items():
+            with zf.open(key + ".npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, arr, allow_pickle=False)
+
+
 def load(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """Read a dict of arrays written by `save` (no pickled objects are ever loaded)."""
+    name = os.fspath(path)
     try:
-        # Open the file here: np.load leaves its own handle open when the archive is corrupt.
         with open(path, "rb") as fh:
-            f = np.load(fh, allow_pickle=False)
-            if not isinstance(f, np.lib.npyio.NpzFile):  # a lone .npy array
-                raise ValueError("one array, not an archive of named arrays")
-            with f:
-                return {k: f[k] for k in f.files}
+            magic = fh.read(6)
+            fh.seek(0)
+            if magic.startswith(_NPY_MAGIC):
+                raise ValueError("one .npy array, not an archive of named arrays")
+            if magic[:4] not in _ZIP_MAGIC:
+                raise ValueError("not a .npz archive")
+            with zipfile.ZipFile(fh) as zf:
+                return {_key(member): _read_member(zf, member) for member in zf.namelist()}
     except FileNotFoundError:
-        raise FileNotFoundError(f"load: no such file: {os.fspath(path)}") from None
+        raise FileNotFoundError(f"load: no such file: {name}") from None
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:  # truncated or corrupt
-        raise ValueError(f"load: {os.fspath(path)} is not a minigrad .npz file ({e})") from None
+        raise ValueError(f"load: {name} is not a minigrad checkpoint ({e})") from None
+
+
+def _key(member: str) -> str:
+    return member[:-4] if member.endswith(".npy") else member
+
+
+def _read_member(zf: zipfile.ZipFile, member: str) -> np.ndarray:
+    with zf.open(member) as f:
+        try:
+            return np.lib.format.read_array(f, allow_pickle=False)
+        except ValueError as e:
+            if "allow_pickle" in str(e):  # numpy's advice to unpickle: not for a checkpoint
+                raise ValueError(f"key {_key(member)!r} holds pickled Python objects") from None
+            raise ValueError(f"key {_key(member)!r}: {e}") from None
