@@ -1,1 +1,44 @@
-"""Exercises: students write the kernels of the course, and a grader names their mistakes."""
+"""Exercises: students write the kernels of the course, and a grader names their mistakes.
+
+    minigrad exercise list                        # the tasks in order, each with its status
+    minigrad exercise start softmax_backward      # writes ./exercises/softmax_backward.py
+    minigrad exercise check softmax_backward      # grades it (exit 0: every check passed)
+
+or, in a notebook, `from minigrad.exercises import check; check("softmax_backward", MySoftmax)`.
+
+Layout: catalogue.py (the course order, the Task record), grader.py (loading a file, running
+checks, the report and its JSON), gradients.py (the shared gradient checks: worked case with
+analytic/numeric/difference arrays, gradcheck over fixed random shapes, the reference),
+diagnose.py (the diagnosis codes, their hints, and the matching of predicted mistakes),
+references.py (the reference solutions: the library's own kernels), task_<name>.py (one task
+each), stubs/<name>.py (what students get; package data), cli.py (the `exercise` command).
+
+How to add a task <name> (one of catalogue.ORDER):
+1. stubs/<name>.py: the statement and the math in the module docstring, the shapes, the
+   forward given when the task is a backward, `raise NotImplementedError` where the student
+   writes, and the line `minigrad exercise check <name>`. numpy and minigrad only.
+2. references.py: a function calling the library's kernel the way the stub's object is called.
+3. task_<name>.py, ending in `TASK = Task(name, title, defines, checks, train=None)`:
+   - `defines`: the names the stub defines (check(name, *objects) takes them in this order);
+   - `checks(sub)` returns [(check name, function)] in order: forward against the reference on
+     fixed cases, the forward's properties, then `gradients.gradient_checks(student, reference,
+     worked_case, cases, op=<the student's Function class>, mistakes=...)`. A check returns
+     None or a short note, and raises `grader.Fail(message, detail, [codes])` to fail;
+   - `mistakes(case, g, ref_grads) -> [diagnose.Mistake(code, {input name: predicted grad})]`:
+     for each mistake the task is known for, the numbers it would give, computed from the
+     reference's numbers (never by reading the student's source). The grader tries them
+     first, then `diagnose.generic_mistakes` (ignores_upstream_grad, swapped_grads,
+     transposed_grad, sign_error, factor_error). A new code needs its hint in diagnose.HINTS;
+   - `train(sub)` (pieces of a transformer): returns one check that trains the tiny GPT with
+     the student's op swapped in (see task_attention_forward.py) and compares loss curves.
+4. catalogue.WRITTEN: add the name.
+5. tests/exercises/: correct/<name>.py built from the library's kernels (must pass), and for
+   every diagnosis code the task adds, wrong/<name>__<code>.py; test_tasks.py picks them up
+   and asserts the grader returns exactly that code. The unmodified stub must fail with
+   "not implemented yet" (tested for every task in catalogue.TASKS).
+"""
+
+from .catalogue import TASKS, get_task
+from .grader import Report, check, grade
+
+__all__ = ["Report", "TASKS", "check", "get_task", "grade"]

@@ -177,6 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("run_dir", help="the run's folder (holding log.csv) or the log.csv itself")
     pl.add_argument("--out", help="the picture (default RUN_DIR/training.png)")
     pl.set_defaults(run=cmd_plot)
+
+    from minigrad.exercises import cli as exercise_cli  # the exercises use nn, like the models
+
+    exercise_cli.add_parser(sub)
     return p
 
 

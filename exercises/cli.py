@@ -1,0 +1,132 @@
+"""`minigrad exercise list|start|check`: the exercises from the command line.
+
+    minigrad exercise list                        # the tasks in order, each with its status here
+    minigrad exercise start softmax_backward      # writes ./exercises/softmax_backward.py (a stub)
+    minigrad exercise check softmax_backward      # grades it: exit 0 when every check passes
+    minigrad exercise check attention_backward --train   # then trains the tiny GPT with it
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+from typing import Any
+
+from .catalogue import TASKS, get_task
+from .grader import dumps, grade
+
+DEFAULT_DIR = "exercises"
+STATUS_FILE = ".status.json"  # in the exercises folder: the last check of each file, by content
+
+
+def _path(args: argparse.Namespace, name: str) -> str:
+    return os.path.join(args.dir, f"{name}.py")
+
+
+def _digest(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha1(f.read()).hexdigest()
+
+
+def _read_status(folder: str) -> dict:
+    try:
+        with open(os.path.join(folder, STATUS_FILE)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _status(args: argparse.Namespace, name: str, seen: dict) -> str:
+    path = _path(args, name)
+    if not os.path.isfile(path):
+        return "not started"
+    last = seen.get(name)
+    if last is None or last.get("sha1") != _digest(path):
+        return "started, not checked" if last is None else "changed since the last check"
+    if last["passed"]:
+        return "passed"
+    return "not implemented yet" if last.get("not_implemented") else "failed the last check"
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    seen = _read_status(args.dir)
+    for task in TASKS.values():
+        print(f"{task.number:2d}. {task.name:<22} {_status(args, task.name, seen):<30} {task.title}")
+    print(f"\nfiles in {args.dir}/; start one with `minigrad exercise start NAME`")
+    return 0
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    task = get_task(args.task)
+    path = _path(args, task.name)
+    if os.path.exists(path):
+        print(f"{path} exists already; not overwriting it (delete or rename it to start again)")
+        return 1
+    os.makedirs(args.dir, exist_ok=True)
+    with open(path, "x") as f:  # "x": never overwrite, even if the file appeared meanwhile
+        f.write(task.stub())
+    folder = f" --dir {args.dir}" if args.dir != DEFAULT_DIR else ""
+    print(f"wrote {path}: fill in the parts that raise NotImplementedError, then run\n"
+          f"    minigrad exercise check {task.name}{folder}")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    task = get_task(args.task)
+    path = args.file or _path(args, task.name)
+    report = grade(task.name, path, train=args.train)
+    print(dumps(report) if args.json else report.text())
+    if args.file is None:  # remember the result for `list` (best effort: a read-only folder is fine)
+        seen = _read_status(args.dir)
+        seen[task.name] = {"sha1": _digest(path), "passed": report.passed,
+                           "not_implemented": bool(report.not_implemented)}
+        try:
+            with open(os.path.join(args.dir, STATUS_FILE), "w") as f:
+                json.dump(seen, f, indent=1)
+        except OSError:
+            pass
+    return 0 if report.passed else 1
+
+
+def add_parser(sub: Any) -> None:
+    """Add the `exercise` command to the `minigrad` command's subparsers."""
+    p = sub.add_parser("exercise", help="exercises: write the kernels yourself and have them graded")
+    tasks = p.add_subparsers(dest="action", required=True)
+    names = ", ".join(TASKS)
+
+    def common(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--dir", default=DEFAULT_DIR, help=f"your files' folder (default ./{DEFAULT_DIR})")
+
+    q = tasks.add_parser("list", help="the tasks in order, with their status")
+    common(q)
+    q.set_defaults(run=cmd_list)
+    q = tasks.add_parser("start", help="write a task's stub (never overwrites)")
+    q.add_argument("task", help=f"one of: {names}")
+    common(q)
+    q.set_defaults(run=cmd_start)
+    q = tasks.add_parser("check", help="grade your file for a task")
+    q.add_argument("task", help=f"one of: {names}")
+    common(q)
+    q.add_argument("--file", help="grade this file instead of DIR/TASK.py")
+    q.add_argument("--json", action="store_true", help="print the result as JSON")
+    q.add_argument("--train", action="store_true",
+                   help="then train the tiny GPT with your op and compare the loss curves")
+    q.set_defaults(run=cmd_check)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="minigrad")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"minigrad: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

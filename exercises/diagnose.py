@@ -1,0 +1,183 @@
+"""Recognise a student's mistake from numbers alone, and say what to look at.
+
+Every diagnosis is found the same way: from the reference's numbers on a fixed case, compute
+what each known mistake would produce (a gradient without the row-sum term, the transpose of
+the right one, the reference for an upstream gradient of ones, ...) and compare the student's
+numbers with each prediction. The student's source is never read. A task lists its own
+mistakes (`Mistake` objects) first; `generic_mistakes` adds the ones every gradient can make.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+# code -> the one-paragraph hint: the symptom, the line of the math to look at, never the fix.
+HINTS: dict[str, str] = {
+    "ignores_upstream_grad": (
+        "Your gradients are exactly what the reference gives for an upstream gradient of all "
+        "ones. The backward computes dL/dinput = g times the local derivative, and yours leaves "
+        "g out (or replaces it by ones). A test that calls out.sum().backward() cannot see this, "
+        "because the gradient of a sum is exactly ones; the grader draws a random g. Look at "
+        "the first line of your backward, where g should enter."
+    ),
+    "missing_rowsum_term": (
+        "Your dS equals A * dA: the second term of the softmax backward is missing. Each weight "
+        "of a row depends on every score of that row (they are normalised together), so the "
+        "Jacobian of one row is diag(A) - A A^T, not diag(A). Look at the line "
+        "dS = A * (dA - rowsum(dA * A)) of the math."
+    ),
+    "rowsum_wrong_axis": (
+        "The correction term of your softmax backward is summed over the wrong axis (over the "
+        "queries, axis -2, instead of over the keys, axis -1), or it lost its kept dimension and "
+        "was broadcast along the wrong axis. The softmax normalises each row, so the sum in "
+        "rowsum(dA * A) runs over the same axis as the softmax and must keep that axis (size 1) "
+        "so it subtracts one number per row."
+    ),
+    "transposed_grad": (
+        "One of your gradients is the transpose of the right one (swapped last two axes). When "
+        "the matrix is square the shapes agree, so only the numbers show it. Write the shapes "
+        "next to each factor of the product (for S = Q K^T: dQ = dS K is (Tq, Tk)(Tk, d), "
+        "dK = dS^T Q is (Tk, Tq)(Tq, d)) and check which side each transpose goes on."
+    ),
+    "swapped_grads": (
+        "Your gradients for q and k are each other's: the gradient you return first belongs to "
+        "k and the second to q. backward returns one gradient per forward input, in the order of "
+        "forward's arguments. Look at the line S = Q K^T: dQ uses K, dK uses Q."
+    ),
+    "missing_scale": (
+        "Your result is off by exactly sqrt(d_k): the 1/sqrt(d_k) scale of the scores is left "
+        "out. It multiplies the scores in the forward, so by the chain rule it also multiplies "
+        "dQ and dK in the backward. Look at the line S = Q K^T / sqrt(d_k)."
+    ),
+    "wrong_scale": (
+        "Your result is off by a factor 1/sqrt(d_k): you scaled by 1/d_k instead of "
+        "1/sqrt(d_k). Look at the scale in the line S = Q K^T / sqrt(d_k) (and where the "
+        "backward reuses it)."
+    ),
+    "mask_after_softmax": (
+        "The mask is applied after the softmax: the rows of the attention weights no longer sum "
+        "to 1, and a query's output still changes when a forbidden (later) key changes, so "
+        "information leaks. gradcheck cannot see this (your backward matches your forward). "
+        "The mask belongs on the scores, before the softmax normalises them."
+    ),
+    "mask_not_minus_inf": (
+        "Masked keys still get attention weight: the scores are masked with 0 or another finite "
+        "number, and exp of a finite number is not 0. Look at the value you fill the forbidden "
+        "scores with before the softmax: after the softmax they must weigh exactly 0."
+    ),
+    "sign_error": (
+        "Your gradient is the exact negative of the right one. Look for a subtraction written "
+        "the wrong way round, or a minus sign in the local derivative of the math."
+    ),
+    "factor_error": (
+        "Your gradient is the right one times a constant (printed above). Look for a factor "
+        "of the math counted twice or left out: a 2 from a square, or a 1/N from a mean that "
+        "the forward divides by and the backward must too."
+    ),
+    "layer_norm_missing_term": (
+        "One of the two mean terms of the layer-norm backward is missing. x_hat depends on x "
+        "directly, through the mean mu and through the standard deviation sigma; each path gives "
+        "one term: dx = (gx - mean(gx) - x_hat * mean(gx * x_hat)) / sigma. Look at which path "
+        "your backward leaves out."
+    ),
+    "not_unbroadcast": (
+        "A gradient comes back in the broadcast (output) shape, not in its input's shape. When "
+        "the forward broadcast an input, each of its elements was used several times, so its "
+        "gradient is the sum over the copies: the adjoint of broadcasting is a sum. Sum over "
+        "the axes that broadcasting added or stretched (keeping none of them)."
+    ),
+    "heads_merged_wrong": (
+        "Your heads are merged without moving the head axis back next to the feature axis: "
+        "reshaping (B, H, T, D) straight to (B, T, H*D) mixes positions of different heads. "
+        "The output of each position must be concat(head_1, ..., head_H) at that position; look "
+        "at the axis order before the final reshape."
+    ),
+}
+
+
+@dataclass
+class Mistake:
+    """A known mistake: its code and what it predicts for each output (gradient) by name.
+
+    `predict` holds only the outputs the mistake changes; the others are the reference's.
+    """
+
+    code: str
+    predict: dict[str, np.ndarray]
+    note: str = ""
+
+
+def close(a: np.ndarray, b: np.ndarray, rtol: float = 1e-5) -> bool:
+    """Same shape and equal to a relative tolerance measured on the larger array's scale."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        return False
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return bool(np.array_equal(a, b, equal_nan=True))
+    scale = max(float(np.abs(a).max(initial=0)), float(np.abs(b).max(initial=0)), 1e-12)
+    return bool(np.abs(a - b).max(initial=0) <= rtol * scale + 1e-12)
+
+
+def fitted_factor(student: np.ndarray, reference: np.ndarray) -> float | None:
+    """c with student = c * reference (least squares), when that holds and c is not 1."""
+    s, r = np.asarray(student, dtype=np.float64), np.asarray(reference, dtype=np.float64)
+    if s.shape != r.shape or not np.all(np.isfinite(s)):
+        return None
+    rr = float((r * r).sum())
+    if rr < 1e-20:
+        return None
+    c = float((s * r).sum()) / rr
+    if abs(c - 1) < 1e-3 or abs(c) < 1e-6 or not close(s, c * r):
+        return None
+    return c
+
+
+def generic_mistakes(reference: dict[str, np.ndarray], with_ones: dict[str, np.ndarray] | None,
+                     student: dict[str, np.ndarray]) -> list[Mistake]:
+    """The mistakes any backward can make, predicted from the reference gradients.
+
+    `with_ones` is the reference for an upstream gradient of ones (None when the task has no
+    upstream gradient to ignore). Transposes only make sense for gradients of 2 axes or more;
+    a swap of two gradients only when both have the same shape.
+    """
+    out: list[Mistake] = []
+    names = list(reference)
+    if with_ones is not None:
+        out.append(Mistake("ignores_upstream_grad", dict(with_ones)))
+        out += [Mistake("ignores_upstream_grad", {n: with_ones[n]}) for n in names]
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            if reference[a].shape == reference[b].shape:
+                out.append(Mistake("swapped_grads", {a: reference[b], b: reference[a]}))
+    for n in names:
+        if reference[n].ndim >= 2:
+            out.append(Mistake("transposed_grad", {n: reference[n].swapaxes(-1, -2)}))
+    out.append(Mistake("sign_error", {n: -reference[n] for n in names}))
+    out += [Mistake("sign_error", {n: -reference[n]}) for n in names]
+    for n in names:
+        c = fitted_factor(student.get(n, np.empty(0)), reference[n])
+        if c is not None and abs(c + 1) > 1e-3:
+            out.append(Mistake("factor_error", {n: c * reference[n]}, note=f"{n}: factor {c:.4g}"))
+    return out
+
+
+def match(student: dict[str, np.ndarray], reference: dict[str, np.ndarray],
+          mistakes: list[Mistake]) -> Mistake | None:
+    """The first mistake whose prediction reproduces all of the student's numbers."""
+    for m in mistakes:
+        predicted = {**reference, **m.predict}
+        if all(n in student and close(student[n], predicted[n]) for n in predicted):
+            return m
+    return None
+
+
+def hint(code: str) -> str:
+    return HINTS[code]
+
+
+# A task's mistakes are computed by a function of the worked case, e.g.
+#     def mistakes(case) -> list[Mistake]
+MistakeFn = Callable[..., list[Mistake]]

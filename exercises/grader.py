@@ -1,0 +1,205 @@
+"""The grader: load a student's file, run a task's checks in order, and report.
+
+A check is a (name, function) pair; the function returns None (or a short note) when the check
+passes and raises `Fail` when it does not, with a message, an optional worked case (analytic,
+numeric and difference arrays side by side) and the diagnosis codes. Any other exception
+from the student's code fails the check with the exception and the line of the student's
+file; a `NotImplementedError` stops the run: the stub is not filled in yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import textwrap
+import traceback
+from dataclasses import dataclass, field
+from types import ModuleType, SimpleNamespace
+from typing import Any, Callable
+
+from .diagnose import HINTS
+
+Check = tuple[str, Callable[[], Any]]
+
+
+class Fail(Exception):
+    """A failed check: what is wrong, a worked case to look at, and the diagnosis codes."""
+
+    def __init__(self, message: str, detail: str = "", diagnosis: list[str] | None = None):
+        super().__init__(message)
+        self.message, self.detail, self.diagnosis = message, detail, list(diagnosis or [])
+
+
+@dataclass
+class CheckResult:
+    name: str
+    passed: bool
+    message: str = ""
+    detail: str = ""
+    diagnosis: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    """The outcome of `check`: one result per check run, the diagnosis of the first failure."""
+
+    task: str
+    source: str
+    checks: list[CheckResult] = field(default_factory=list)
+    not_implemented: str = ""  # where the stub still raises NotImplementedError
+    extra: str = ""  # e.g. the loss curves of --train
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.passed for c in self.checks) and not self.not_implemented
+
+    @property
+    def diagnosis(self) -> list[str]:
+        first = next((c for c in self.checks if not c.passed), None)
+        return list(first.diagnosis) if first else []
+
+    def to_json(self) -> dict:
+        return {
+            "task": self.task,
+            "passed": self.passed,
+            "checks": [{"name": c.name, "passed": c.passed, "message": c.message} for c in self.checks],
+            "diagnosis": self.diagnosis,
+        }
+
+    def text(self) -> str:
+        lines = [f"exercise {self.task}: {self.source}"]
+        for c in self.checks:
+            mark = "pass" if c.passed else "FAIL"
+            lines.append(f"  {mark}  {c.name}" + (f": {c.message}" if c.message else ""))
+        first = next((c for c in self.checks if not c.passed), None)
+        if self.not_implemented:
+            lines.append(f"not implemented yet: {self.not_implemented}")
+            return "\n".join(lines)
+        if first is not None:
+            if first.detail:
+                lines += ["", first.detail.rstrip()]
+            for code in first.diagnosis:
+                lines += ["", f"diagnosis: {code}"]
+                lines += ["  " + s for s in textwrap.wrap(HINTS[code], 96)]
+        if self.extra:
+            lines += ["", self.extra.rstrip()]
+        failed = sum(not c.passed for c in self.checks)
+        lines += ["", f"{failed} of {len(self.checks)} checks failed" if failed
+                  else f"all {len(self.checks)} checks passed"]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def load_file(path: str) -> ModuleType:
+    """Import a student's file as a fresh module (a new name each time, so edits are seen)."""
+    digest = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:10]
+    spec = importlib.util.spec_from_file_location(f"minigrad_exercise_{digest}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def where_raised(exc: BaseException, source: str | None) -> str:
+    """'file.py, line N' of the deepest frame in the student's file (else the deepest frame)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return ""
+    mine = [f for f in frames if source and os.path.abspath(f.filename) == os.path.abspath(source)]
+    f = (mine or frames)[-1]
+    return f"{os.path.basename(f.filename)}, line {f.lineno}" + (f" ({f.line})" if f.line else "")
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: " + " ".join(str(exc).split())
+
+
+def run_checks(task: str, source: str, checks: list[Check], path: str | None = None) -> Report:
+    """Run `checks` in order into a Report; stop at the first NotImplementedError."""
+    report = Report(task, source)
+    for name, fn in checks:
+        try:
+            note = fn()
+            report.checks.append(CheckResult(name, True, note or ""))
+        except Fail as f:
+            report.checks.append(CheckResult(name, False, f.message, f.detail, f.diagnosis))
+        except NotImplementedError as e:
+            report.checks.append(CheckResult(name, False, "not implemented yet"))
+            report.not_implemented = f"{where_raised(e, path)} raises NotImplementedError"
+            break
+        except Exception as e:  # the student's code raised: say what and where
+            report.checks.append(CheckResult(name, False, f"raised {_one_line(e)} ({where_raised(e, path)})"))
+    return report
+
+
+def grade(task_name: str, path: str | None = None, objects: dict[str, Any] | None = None,
+          train: bool = False) -> Report:
+    """Grade a student's file (`path`) or objects given directly (a notebook) for one task."""
+    from .catalogue import get_task
+
+    task = get_task(task_name)
+    source = path if objects is None else "objects given to check()"
+    if objects is not None:
+        sub = SimpleNamespace(**objects)
+    else:
+        if path is None or not os.path.isfile(path):
+            raise FileNotFoundError(
+                f"no file {path}: run `minigrad exercise start {task.name}` to write the stub"
+            )
+        try:
+            sub = load_file(path)
+        except NotImplementedError as e:
+            report = Report(task.name, source, [CheckResult("imports", False, "not implemented yet")])
+            report.not_implemented = f"{where_raised(e, path)} raises NotImplementedError"
+            return report
+        except Exception as e:
+            return Report(task.name, source,
+                          [CheckResult("imports", False, f"{_one_line(e)} ({where_raised(e, path)})")])
+    missing = [n for n in task.defines if not hasattr(sub, n)]
+    defines = f"defines {', '.join(task.defines)}"
+    if missing:
+        return Report(task.name, source, [CheckResult(defines, False, f"missing {', '.join(missing)}")])
+    checks = [(defines, lambda: None)] + task.checks(sub)
+    report = run_checks(task.name, source, checks, path)
+    if train and task.train is not None:
+        if report.passed:
+            trained = run_checks(task.name, source, [task.train(sub)], path).checks[0]
+            # A passing training check returns its summary line, then the loss curves.
+            if trained.passed and "\n" in trained.message:
+                trained.message, report.extra = trained.message.split("\n", 1)
+            report.checks.append(trained)
+        else:
+            report.extra = "--train: skipped until every check passes"
+    return report
+
+
+def check(task: str, *objects: Any, train: bool = False, quiet: bool = False, **named: Any) -> Report:
+    """Grade objects defined in a notebook, e.g. `check("softmax_backward", MySoftmax)`.
+
+    Positional objects stand for the names the task's stub defines, in order (see
+    `minigrad exercise list`); keyword arguments give them by name. Prints the report
+    (unless quiet) and returns it; `report.passed` says whether every check passed.
+    """
+    from .catalogue import get_task
+
+    t = get_task(task)
+    if len(objects) > len(t.defines):
+        raise TypeError(f"check({task!r}, ...): the task defines {len(t.defines)} name(s): "
+                        f"{', '.join(t.defines)}; got {len(objects)} objects")
+    given = dict(zip(t.defines, objects), **named)
+    report = grade(task, objects=given, train=train)
+    if not quiet:
+        print(report.text())
+    return report
+
+
+def dumps(report: Report) -> str:
+    return json.dumps(report.to_json(), indent=2)

@@ -1,0 +1,218 @@
+"""The gradient checks every backward task shares: run the student's op and the reference on
+the same inputs and upstream gradient, compare, name the mistake, and show a worked case.
+
+A `Case` is one set of inputs (float64 arrays, in the op's argument order) plus options that
+are not differentiated (a mask). The upstream gradient g is random and non-uniform, so a
+backward that ignores g cannot pass (under g = ones, which `.sum().backward()` gives, it would).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+import minigrad as mg
+from minigrad import autograd
+from minigrad.autograd import unbroadcast
+from minigrad.tensor import Tensor
+
+from .diagnose import Mistake, close, generic_mistakes, match
+from .grader import Check, Fail
+
+Fn = Callable[..., Tensor]
+
+
+@dataclass
+class Case:
+    inputs: dict[str, np.ndarray]
+    options: dict[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    def describe(self) -> str:
+        shapes = ", ".join(f"{n} {tuple(x.shape)}" for n, x in self.inputs.items())
+        return self.label or shapes
+
+
+@dataclass
+class Run:
+    out: np.ndarray
+    grads: dict[str, np.ndarray | None]  # what the student's backward returned, per input
+    error: Exception | None = None  # the engine's error after backward returned (e.g. a shape)
+
+
+def upstream(shape: tuple[int, ...], seed: int = 7) -> np.ndarray:
+    """A random upstream gradient, far from constant (the entries spread over [-2, 2])."""
+    return np.random.default_rng(seed).uniform(-2.0, 2.0, shape)
+
+
+def backward_of(fn: Fn, case: Case, g: np.ndarray | None, op: type | None = None) -> Run:
+    """Run fn forward and backward with upstream gradient g (None: only forward).
+
+    With `op` (a Function class), the gradients are the raw arrays op.backward returned for
+    our inputs, before the engine sums broadcast axes away; otherwise the leaves' .grad.
+    """
+    names = list(case.inputs)
+    leaves = [Tensor(np.array(x, dtype=np.float64), requires_grad=True) for x in case.inputs.values()]
+    raw: dict[str, Any] = {}
+
+    def observe(node: Any, _g: np.ndarray, grads: tuple) -> None:
+        if op is not None and isinstance(node, op):
+            for t, gi in zip(node.inputs, grads):
+                for n, leaf in zip(names, leaves):
+                    if t is leaf:
+                        raw[n] = None if gi is None else np.array(gi, dtype=np.float64)
+
+    out = fn(*leaves, **case.options)
+    if not isinstance(out, Tensor):
+        raise Fail(f"returned a {type(out).__name__}, not a Tensor")
+    if g is None:
+        return Run(out.data, {})
+    error = None
+    autograd._backward_observers.append(observe)
+    try:
+        out.backward(g.astype(out.data.dtype))
+    except Exception as e:
+        if op is None or not raw or isinstance(e, NotImplementedError):
+            raise  # the student's code raised
+        error = e  # the engine, after the op's backward returned (e.g. a gradient's shape)
+    finally:
+        autograd._backward_observers.remove(observe)
+    grads = raw if op is not None else {n: t.grad for n, t in zip(names, leaves)}
+    return Run(out.data, {n: grads.get(n) for n in names}, error)
+
+
+def numeric_grads(fn: Fn, case: Case, g: np.ndarray, eps: float = 1e-6) -> dict[str, np.ndarray]:
+    """Central differences of L = sum(g * fn(inputs)) for every element of every input."""
+    xs = {n: np.array(x, dtype=np.float64) for n, x in case.inputs.items()}
+
+    def loss() -> float:
+        with mg.no_grad():
+            return float((fn(*[Tensor(x) for x in xs.values()], **case.options).data * g).sum())
+
+    out = {}
+    for n, x in xs.items():
+        flat, grad = x.reshape(-1), np.zeros(x.size)
+        for j in range(x.size):
+            orig = flat[j]
+            flat[j] = orig + eps
+            up = loss()
+            flat[j] = orig - eps
+            grad[j] = (up - loss()) / (2 * eps)
+            flat[j] = orig
+        out[n] = grad.reshape(x.shape)
+    return out
+
+
+def side_by_side(blocks: list[tuple[str, np.ndarray]]) -> str:
+    """Arrays printed next to each other under their titles (leading axes flattened)."""
+    cols = []
+    for title, a in blocks:
+        a = np.asarray(a)
+        a2 = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else np.atleast_1d(a)
+        text = np.array2string(a2, precision=4, suppress_small=True, max_line_width=80).splitlines()
+        width = max(len(title), *(len(t) for t in text))
+        cols.append([title.ljust(width)] + [t.ljust(width) for t in text])
+    height = max(len(c) for c in cols)
+    rows = ["   ".join(c[i] if i < len(c) else " " * len(c[0]) for c in cols) for i in range(height)]
+    return "\n".join("    " + r.rstrip() for r in rows)
+
+
+def _student_view(name: str, got: np.ndarray | None, shape: tuple[int, ...], must_reduce: bool,
+                  reference: np.ndarray) -> tuple[np.ndarray | None, Fail | None]:
+    """The student's gradient in the input's shape, or the failure its shape already shows."""
+    if got is None:
+        return None, Fail(f"backward returned no gradient (None) for {name}")
+    if got.shape == shape:
+        return got, None
+    try:
+        reduced = unbroadcast(got, shape)
+    except ValueError:
+        return got, None  # a wrong shape; the comparison names it (e.g. a transpose)
+    if must_reduce:
+        code = ["not_unbroadcast"] if close(reduced, reference) else []
+        return None, Fail(f"the gradient for {name} has the broadcast shape {got.shape}, not its "
+                          f"input's shape {shape}", diagnosis=code)
+    return reduced, None
+
+
+def compare(student: Fn, reference: Fn, case: Case, op: type | None = None,
+            mistakes: Callable[[Case, np.ndarray, dict], list[Mistake]] | None = None,
+            must_reduce: bool = False, worked: bool = True) -> None:
+    """Fail unless the student's gradients equal the reference's on `case`, diagnosing why."""
+    ref_out = backward_of(reference, case, None).out
+    g = upstream(ref_out.shape)
+    ref = backward_of(reference, case, g).grads
+    ones = backward_of(reference, case, np.ones(ref_out.shape)).grads
+    run = backward_of(student, case, g, op)
+    got: dict[str, np.ndarray] = {}
+    for n, x in case.inputs.items():
+        view, fail = _student_view(n, run.grads.get(n), x.shape, must_reduce, ref[n])
+        if fail is not None:
+            raise fail
+        got[n] = view
+    bad = [n for n in case.inputs if not close(got[n], ref[n])]
+    if not bad:
+        if run.error is not None:
+            raise run.error
+        return
+    known = (mistakes(case, g, ref) if mistakes else []) + generic_mistakes(ref, ones, got)
+    found = match(got, ref, known)
+    n = bad[0]
+    if got[n].shape != ref[n].shape:
+        msg = f"the gradient for {n} has shape {got[n].shape}, but {n} has shape {ref[n].shape}"
+    else:
+        wrong = int((~np.isclose(got[n], ref[n], rtol=1e-5, atol=1e-8)).sum())
+        msg = f"the gradient for {n} differs from the reference at {wrong} of {got[n].size} elements"
+    if found is not None and found.note:
+        msg += f" ({found.note})"
+    detail = ""
+    if worked and got[n].size <= 64:
+        numeric = numeric_grads(student, case, g)[n]
+        blocks = [(f"d{n}: yours (analytic)", got[n]), ("numeric", numeric)]
+        if got[n].shape == numeric.shape:
+            blocks.append(("difference", got[n] - numeric))
+        detail = f"worked case ({case.describe()}, random upstream gradient g):\n" + side_by_side(blocks)
+    raise Fail(msg, detail, [found.code] if found else [])
+
+
+def gradient_checks(student: Fn, reference: Fn, worked: Case, cases: list[Case], op: type | None = None,
+                    mistakes: Callable[[Case, np.ndarray, dict], list[Mistake]] | None = None,
+                    must_reduce: bool = False) -> list[Check]:
+    """The three gradient checks of a backward task: the worked case against the reference
+    (with the diagnosis), gradcheck over the cases, and the reference over the cases."""
+
+    def on_worked() -> None:
+        compare(student, reference, worked, op, mistakes, must_reduce)
+
+    def by_gradcheck() -> str:
+        for case in cases:
+            fn = (lambda *t, _o=case.options: student(*t, **_o))
+            try:
+                mg.gradcheck(fn, list(case.inputs.values()))
+            except mg.GradcheckError as e:
+                raise Fail(f"on {case.describe()}", detail=str(e)) from None
+        return f"{len(cases)} shapes"
+
+    def on_cases() -> str:
+        for case in cases:
+            try:
+                compare(student, reference, case, op, mistakes, must_reduce, worked=False)
+            except Fail as f:
+                f.message = f"on {case.describe()}: {f.message}"
+                raise
+        return f"{len(cases)} shapes"
+
+    return [("gradients on the worked case match the reference", on_worked),
+            ("gradcheck (finite differences, random upstream gradient)", by_gradcheck),
+            ("gradients match the reference on random shapes", on_cases)]
+
+
+def random_shapes(count: int, min_dims: int = 1, max_dims: int = 3, max_side: int = 4,
+                  seed: int = 0) -> list[tuple[int, ...]]:
+    """`count` small shapes from a fixed seed (the same every run), size-1 axes included."""
+    rng = np.random.default_rng(seed)
+    shapes = [tuple(int(s) for s in rng.integers(1, max_side + 1, rng.integers(min_dims, max_dims + 1)))
+              for _ in range(count)]
+    return [tuple([1] * min_dims)] + shapes  # the all-size-1 case first

@@ -1,0 +1,74 @@
+"""Exercise 4 · softmax_backward: the backward of the softmax, dS = A * (dA - rowsum(dA * A))."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from minigrad.tensor import Tensor
+
+from . import references
+from .catalogue import Task
+from .diagnose import Mistake
+from .grader import Check, Fail
+from .gradients import Case, compare, gradient_checks, random_shapes
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def mistakes(case: Case, g: np.ndarray, ref: dict) -> list[Mistake]:
+    """What the classic softmax-backward mistakes give on this case."""
+    a = _softmax(case.inputs["s"])
+    out = [Mistake("missing_rowsum_term", {"s": g * a})]
+    if a.ndim >= 2:  # the sum over the other axis (queries instead of keys)
+        out.append(Mistake("rowsum_wrong_axis", {"s": a * (g - (g * a).sum(axis=-2, keepdims=True))}))
+    if a.ndim >= 2 and a.shape[-1] == a.shape[-2]:  # keepdims lost: one sum per row, broadcast along columns
+        out.append(Mistake("rowsum_wrong_axis", {"s": a * (g - (g * a).sum(axis=-1)[..., None, :])}))
+    return out
+
+
+def checks(sub: Any) -> list[Check]:
+    def student(s):
+        return sub.Softmax.apply(s)
+
+    rng = np.random.default_rng(4)
+    fixed = [rng.normal(0, 2, (3, 4)), rng.normal(0, 2, (2, 1, 5)), np.array([0.5])]
+
+    def forward() -> str:
+        for x in fixed:
+            got = student(_t(x)).data
+            if got.shape != x.shape or not np.allclose(got, _softmax(x), rtol=1e-10, atol=1e-12):
+                raise Fail(f"on an input of shape {x.shape} the output is not the softmax over the last axis")
+        return f"{len(fixed)} fixed inputs"
+
+    def properties() -> None:
+        huge = np.array([[1000.0, 0.0, -1000.0], [3.0, 3.0, 3.0]])
+        a = student(_t(huge)).data
+        if not np.all(np.isfinite(a)):
+            raise Fail("huge scores (1000) give inf or nan: subtract the row max before exp")
+        if not np.allclose(a.sum(axis=-1), 1.0):
+            raise Fail(f"rows do not sum to 1 (sums {a.sum(axis=-1)})")
+
+    worked = Case({"s": np.random.default_rng(0).normal(0, 1, (3, 3))}, label="s (3, 3)")
+    cases = [Case({"s": np.random.default_rng(i).normal(0, 1.5, s)})
+             for i, s in enumerate(random_shapes(6, seed=4))]
+
+    def stable() -> None:
+        compare(student, references.softmax, Case({"s": np.array([[1000.0, 0.0, -1000.0], [1.0, 2.0, 3.0]])}),
+                sub.Softmax, mistakes)
+
+    return [("forward matches the reference", forward),
+            ("forward: rows sum to 1, huge scores stay finite", properties),
+            *gradient_checks(student, references.softmax, worked, cases, sub.Softmax, mistakes),
+            ("backward at huge scores (1000) matches the reference", stable)]
+
+
+def _t(x: np.ndarray) -> Tensor:
+    return Tensor(x)
+
+
+TASK = Task("softmax_backward", "the softmax backward: dS = A * (dA - rowsum(dA * A))", ("Softmax",), checks)
