@@ -20,9 +20,14 @@ def _made(data: np.ndarray, requires_grad: bool) -> Tensor:
     return Tensor(data, requires_grad=requires_grad)
 
 
-def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
-    """A new leaf tensor holding a copy of `data` (float32 for Python numbers and lists)."""
-    return _made(np.array(to_array(data, dtype), copy=True), requires_grad)
+def tensor(data: Any, requires_grad: bool = False, dtype: Any = None, name: str | None = None) -> Tensor:
+    """A new leaf tensor holding a copy of `data` (float32 for Python numbers and lists).
+
+    `name` labels it in graph drawings (the same as setting `t.name` later).
+    """
+    t = _made(np.array(to_array(data, dtype), copy=True), requires_grad)
+    t.name = name
+    return t
 
 
 def zeros(*size: Any, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:

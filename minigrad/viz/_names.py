@@ -136,3 +136,37 @@ def values_text(a: np.ndarray) -> str:
         formatter={"float_kind": lambda v: f"{v + 0.0:.4g}"},
     )
     return " ".join(text.split())
+
+
+def values_grid(a: np.ndarray, rows: int = 6, cols: int = 6) -> list[str]:
+    """Values as lines of a grid: one line per row of the last two axes, so a (4, 4) tensor
+    reads as four rows instead of one long line. Larger arrays show their first and last
+    rows and columns around `...`; a 0-d or 1-d array is one line."""
+    a = np.asarray(a)
+    if a.ndim <= 1:
+        return [values_text(a)]
+    lead = a.reshape(-1, a.shape[-2], a.shape[-1])  # (matrices, rows, cols)
+    lines: list[str] = []
+    for i in _cut(lead.shape[0], 2):
+        if i is None:
+            lines.append("...")
+            continue
+        if lead.shape[0] > 1:
+            lines.append(f"[{', '.join(map(str, np.unravel_index(i, a.shape[:-2])))}, :, :]")
+        for r in _cut(lead.shape[1], rows):
+            if r is None:
+                lines.append("...")
+                continue
+            row = lead[i, r]
+            cells = ["..." if c is None else f"{row[c] + 0.0:.4g}" if a.dtype.kind == "f" else str(row[c])
+                     for c in _cut(len(row), cols)]
+            lines.append("[" + ", ".join(cells) + "]")
+    return lines
+
+
+def _cut(n: int, keep: int) -> list[int | None]:
+    """Indices 0..n-1, or the first and last keep/2 of them around a None (for `...`)."""
+    if n <= keep:
+        return list(range(n))
+    half = max(keep // 2, 1)
+    return list(range(half)) + [None] + list(range(n - half, n))

@@ -7,11 +7,15 @@ the modules the ops ran in are nested clusters. `depth` folds deep modules into 
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+import numpy as np
+
+from .. import autograd
 from ..autograd import Function, _toposort
 from ..tensor import Tensor
-from ._names import Names, dims, norm, shape_text, values_text
+from ._names import Names, dims, norm, shape_text, values_grid
 
 if TYPE_CHECKING:
     import graphviz
@@ -26,6 +30,8 @@ _STYLE = {
     "tensor": "shape=ellipse",
     "entering": "shape=ellipse style=dashed",
     "output": 'shape=ellipse style=filled fillcolor="#f4cccc"',
+    "inner_op": 'shape=box style="dashed,filled" fillcolor="#eef3f9"',
+    "inner": "shape=ellipse style=dashed",
 }
 _CLUSTER = "style=rounded color=gray55 fontcolor=gray25 labeljust=l fontsize=11"
 
@@ -39,14 +45,18 @@ def draw_graph(
     show_values: bool | str = "auto",
     rankdir: str = "TB",
     trace: Any = None,
+    expand_fused: bool = False,
 ) -> graphviz.Digraph:
     """Draw the graph that computed `output`, inputs at the top and the output at the bottom.
 
     Ops are boxes named by their op, tensors are labelled by shape and dtype, parameters by
-    their dotted name (`blocks.0.attn.q_proj.weight`). After `backward()` tensors that hold a
-    gradient show its norm (`|grad| = 0.123`); tiny tensors also show their values. Modules are
-    nested clusters labelled with their path. A module called several times draws as one
-    cluster holding every call.
+    their dotted name (`blocks.0.attn.q_proj.weight`), any tensor by the `.name` you gave it
+    (`scores.name = "scores"`). After `backward()` tensors show their gradient: leaves their
+    `.grad`, intermediates the gradient backward passed through them (kept automatically for
+    tensors of up to 64 elements, as micrograd's drawing does; for larger ones run backward
+    inside `keep_grads()`, which keeps every gradient's norm). Tiny tensors also show their
+    values. Modules are nested clusters labelled with their path. A module called several
+    times draws as one cluster holding every call.
 
     Args:
         output: the tensor (or tensors) whose graph to draw.
@@ -59,10 +69,13 @@ def draw_graph(
         module: a module path (`"blocks.0.attn"`): draw only the ops run inside it, plus the
             tensors coming in. `depth` then counts from this module.
         show_values: "auto" shows data and gradient values of tensors with at most 4 elements,
-            True of every tensor (summarized), False of none.
+            True of every tensor (as a grid of rows, large ones summarized), False of none.
         rankdir: graphviz layout direction, "TB" (top to bottom) or "LR" (left to right).
         trace: a `BackwardTrace` (see `trace_backward`) whose step numbers are written on the
             edges the gradient went back along; `BackwardTrace.draw()` passes it.
+        expand_fused: open every fused kernel that describes its steps (the attention
+            kernel: scores, scale, mask, softmax, weights times values) and draw those steps,
+            dashed, inside a box named after the kernel, as the composed ops would be drawn.
 
     Returns:
         A `graphviz.Digraph` that shows itself in Jupyter; `.save("graph.svg")` writes it (see
@@ -80,7 +93,32 @@ def draw_graph(
     if not all(isinstance(t, Tensor) for t in outputs):
         raise TypeError("draw_graph: output must be a Tensor or a sequence of Tensors")
     limit = {"auto": 4, True: None, False: 0}[show_values]
-    return _Builder(Names(model, params), limit, trace).build(outputs, depth, module, rankdir)
+    builder = _Builder(Names(model, params), limit, trace)
+    builder.expand_fused = expand_fused
+    return builder.build(outputs, depth, module, rankdir)
+
+
+@contextlib.contextmanager
+def keep_grads():
+    """Keep, on every node that a backward pass inside the block goes through, the norm of the
+    gradient of its output (`node.grad_norm`), so that `draw_graph` shows `|grad|` on every
+    intermediate tensor of a large graph too. (Gradients of up to 64 elements are kept
+    without it.) Costs one pass over each gradient.
+
+    Example:
+        >>> with keep_grads():
+        ...     loss.backward()
+        >>> draw_graph(loss, model=model)
+    """
+
+    def observe(node: Function, g: Any, grads: Any) -> None:
+        node.grad_norm = norm(g)
+
+    autograd._backward_observers.append(observe)
+    try:
+        yield
+    finally:
+        autograd._backward_observers.remove(observe)
 
 
 class _Box:
@@ -105,6 +143,7 @@ class _Builder:
             self.upstream[id(s.node)] = s
         self._keys: dict[tuple[int, int], tuple] = {}
         self.clusters: dict[tuple, tuple] = {}  # key -> scope prefix (modules)
+        self.expand_fused = False
 
     # ------------------------------------------------------------------ helpers
 
@@ -210,10 +249,11 @@ class _Builder:
         self.kind: dict[int, str] = {}
         self.placed: dict[int, list] = {}  # id(tensor) -> clusters it belongs near
         self.edges: dict[tuple, list[int]] = {}  # (from, to) -> backward steps along it
+        self.edge_input: dict[tuple, int] = {}  # (tensor, op unit) -> which input of the op
         for n in order:
             cu = unit[id(n)]
             box = boxes.get(cu)
-            for t in n.inputs:
+            for i, t in enumerate(n.inputs):
                 p = t._node
                 pu = unit.get(id(p)) if p is not None else None
                 if pu is not None and pu == cu:
@@ -231,6 +271,7 @@ class _Builder:
                 if box is not None:
                     box.inputs.setdefault(id(t), t)
                 steps = self.edges.setdefault((id(t), cu), [])
+                self.edge_input.setdefault((id(t), cu), i)
                 if id(n) in self.step and t.requires_grad:  # constants get no gradient
                     steps.append(self.step[id(n)])
         root_ids = {id(t) for t in outputs}
@@ -270,20 +311,58 @@ class _Builder:
         if name:
             lines.append(name)
         lines.append(shape_text(t.shape, t.dtype))
-        show = self.limit is None or t.data.size <= self.limit
+        show = (self.limit is None or t.data.size <= self.limit) and getattr(t, "values_kept", True)
         if show:
-            lines.append("data " + values_text(t.data))
+            lines += _prefixed("data", values_grid(t.data))
         grad, gnorm = t.grad, None
-        if grad is not None:
+        node = t._node
+        if grad is None and node is not None:
+            if id(node) in self.upstream:
+                s = self.upstream[id(node)]
+                gnorm, grad = s.grad_norm, s.grad_values
+            else:  # what backward passed through this tensor (see keep_grads)
+                grad, gnorm = getattr(node, "grad_out", None), getattr(node, "grad_norm", None)
+        if grad is not None and gnorm is None:
             gnorm = norm(grad)
-        elif t._node is not None and id(t._node) in self.upstream:
-            s = self.upstream[id(t._node)]
-            gnorm, grad = s.grad_norm, s.grad_values
         if gnorm is not None:
-            lines.append(f"|grad| = {gnorm:.4g}")
-            if show and grad is not None:
-                lines.append("grad " + values_text(grad))
+            if show and grad is not None and np.size(grad) == 1:
+                lines += _prefixed("grad", values_grid(grad))  # a scalar's norm is its value
+            else:
+                lines.append(f"|grad| = {gnorm:.4g}")
+                if show and grad is not None:
+                    lines += _prefixed("grad", values_grid(grad))
         return "\\n".join(_escape(s) for s in lines)
+
+    def _expanded(self, uid: str, node: Function, steps: list, label: str) -> str:
+        """DOT for a fused kernel drawn as the steps it fuses, inside a box named after it.
+
+        `steps` comes from the kernel's `pipeline(node)`: (op, inputs, result name, result
+        shape) each, where an input is the index of one of the node's inputs or the name of an
+        earlier step's result. The last step's result is the node's own output.
+        """
+        dtype = node.inputs[0].dtype if node.inputs else None
+        made: dict[str, str] = {}  # result name -> its oval's id
+        reads: dict[int, str] = {}  # input index -> the first step that reads it
+        out = [f"\tsubgraph cluster_{uid} {{\n",
+               f'\t\tgraph [label="{label} (fused kernel, expanded)" {_CLUSTER} style="rounded,dashed"]\n']
+        last = uid
+        for i, (op, inputs, result, shape) in enumerate(steps):
+            sid = f"{uid}_s{i}"
+            out.append(f'\t\t{sid} [label="{_escape(op)}" {_STYLE["inner_op"]}]\n')
+            for x in inputs:
+                if isinstance(x, str):
+                    out.append(f"\t\t{made[x]} -> {sid}\n")
+                else:
+                    reads.setdefault(x, sid)
+            if i < len(steps) - 1:
+                rid = made[result] = f"{uid}_r{i}"
+                text = _escape(result) + "\\n" + _escape(shape_text(tuple(shape), dtype))
+                out.append(f'\t\t{rid} [label="{text}" {_STYLE["inner"]}]\n')
+                out.append(f"\t\t{sid} -> {rid}\n")
+            last = sid
+        out.append("\t}\n")
+        self.ends[uid] = (last, reads)
+        return "".join(out)
 
     def _box_label(self, box: _Box) -> str:
         def shapes(ts: dict) -> str:
@@ -313,10 +392,15 @@ class _Builder:
             # A common prefix shorter than the drawn clusters (module=...) is the top level.
             return body.get(cluster, body[None])
 
+        self.ends: dict[str, tuple[str, dict[int, str]]] = {}  # expanded op -> (last step, input -> step)
         for uid, n in ops:
             label = _escape(n.name)
             if id(n) in self.step:
                 label += f"\\nbackward step {self.step[id(n)]}"
+            pipeline = getattr(type(n), "pipeline", None) if self.expand_fused else None
+            if pipeline is not None:
+                into(unit_cluster[uid]).append(self._expanded(uid, n, pipeline(n), label))
+                continue
             into(unit_cluster[uid]).append(f'\t{uid} [label="{label}" {_STYLE["op"]}]\n')
         for box in self.boxes.values():
             into(box.cluster).append(f'\t{box.uid} [label="{self._box_label(box)}" {_STYLE["box"]}]\n')
@@ -344,6 +428,10 @@ class _Builder:
 
         lines = nest(None, "")
         for (a, b), steps in self.edges.items():
+            if b in self.ends:  # into an expanded kernel: to the step that reads this input
+                b = self.ends[b][1].get(self.edge_input.get((a, b), -1), b + "_s0")
+            if a in self.ends:  # out of an expanded kernel: from its last step
+                a = self.ends[a][0]
             a, b = tname.get(a, a), tname.get(b, b)  # one end is a tensor (int id), one a unit
             label = _steps_text(steps)
             lines.append(f'\t{a} -> {b} [label="{label}"]\n' if label else f"\t{a} -> {b}\n")
@@ -354,6 +442,11 @@ class _Builder:
             edge_attr=dict(fontname="Helvetica", fontsize="9", arrowsize="0.6"),
             body=lines,
         )
+
+
+def _prefixed(word: str, lines: list[str]) -> list[str]:
+    """`data [1, 2]` then the grid's further rows, each on its own line."""
+    return [f"{word} {lines[0]}"] + lines[1:]
 
 
 def _common_prefix(keys: list) -> tuple | None:

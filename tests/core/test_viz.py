@@ -140,7 +140,7 @@ def test_tiny_tensors_show_values_and_grads_like_micrograd():
     out = (a * b).sum()
     out.backward()
     src = draw_graph(out).source
-    assert "scalar float32\\ndata 2\\n|grad| = 2\\ngrad -2" in src  # da = sum(b) = -2
+    assert "scalar float32\\ndata 2\\ngrad -2" in src  # da = sum(b) = -2, printed once
     assert "(2,) float32\\ndata [1, -3]\\n|grad| = 2.828\\ngrad [2, 2]" in src
     assert "data -4" in src  # the output
     hidden = draw_graph(out, show_values=False).source
@@ -149,6 +149,65 @@ def test_tiny_tensors_show_values_and_grads_like_micrograd():
     assert every.count("data ") == 4  # a, b, a*b and the sum
     with pytest.raises(ValueError, match="show_values"):
         draw_graph(out, show_values="yes")
+
+
+def test_intermediate_tensors_show_their_gradient_without_retain_grad():
+    """As micrograd's drawing: after backward every small intermediate shows its gradient."""
+    x = mg.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 3  # dL/dh = 2h = [6, 12] for L = sum(h^2)
+    h.name = "h"
+    loss = (h * h).sum()
+    loss.backward()
+    assert h.grad is None  # nothing was retained on the tensor itself
+    src = draw_graph(loss).source
+    assert "h\\n(2,) float32\\ndata [3, 6]\\n|grad| = 13.42\\ngrad [6, 12]" in src
+    assert "grad 1" in src  # the loss: d loss / d loss
+
+
+def test_keep_grads_gives_every_large_intermediate_its_gradient_norm():
+    x = mg.randn(10, 10, requires_grad=True)
+    h = x * 2
+    loss = (h * h).sum()
+    loss.backward()
+    assert "|grad|" not in _label_of(draw_graph(loss).source, "(10, 10) float32", skip_leaf=True)
+    x.grad = None
+    h = x * 2
+    loss = (h * h).sum()
+    with mg.viz.keep_grads():
+        loss.backward()
+    expected = float(np.linalg.norm(4 * x.data))  # d loss / dh = 2h = 4x
+    label = _label_of(draw_graph(loss).source, "(10, 10) float32", skip_leaf=True)
+    assert f"|grad| = {expected:.4g}" in label
+
+
+def _label_of(src, text, skip_leaf=False):
+    """The label of the first tensor whose label holds `text` (optionally not a leaf)."""
+    import re
+
+    for label, style in re.findall(r'label="([^"]*)" ([^\]]*)\]', src):
+        if text in label and not (skip_leaf and "d9ead3" in style):
+            return label
+    raise AssertionError(f"no label with {text!r}")
+
+
+def test_show_values_draws_a_grid_not_one_long_line():
+    a = mg.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+    out = (a * 2).sum()
+    out.backward()
+    src = draw_graph(out, show_values=True).source
+    assert "data [0, 1, 2, 3]\\n[4, 5, 6, 7]\\n[8, 9, 10, 11]" in src
+    big = mg.tensor(np.arange(400.0).reshape(2, 10, 20))
+    lines = mg.viz.graph.values_grid(big.data)
+    assert max(map(len, lines)) < 60 and "..." in lines  # summarized, every line short
+    assert lines[0] == "[0, :, :]" and lines[1].startswith("[0, 1, 2, ...")
+
+
+def test_a_tensor_name_labels_it():
+    x = mg.tensor([1.0, 2.0], requires_grad=True, name="x")
+    y = x.exp()
+    y.name = "scores"
+    src = draw_graph(y.sum()).source
+    assert 'label="x\\n(2,) float32' in src and 'label="scores\\n(2,) float32' in src
 
 
 def test_render_svg_and_png_for_real(tiny, tmp_path):
