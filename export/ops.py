@@ -1,0 +1,191 @@
+"""The torch twin of every minigrad `Function`: `TORCH_OPS` maps the op's class to a callable
+taking torch tensors (the op's inputs, in order) and the op's options as keywords.
+
+Each entry computes what the minigrad op computes, edge cases included (a fully masked
+attention row gives zeros, not NaN; a cross-entropy mean over only ignored rows is 0), so an
+exported model is the same function, and torch's autograd gives the same gradients.
+Ops that draw random numbers (`RANDOM_OPS`) also get `training=`, the torch module's mode.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as TF
+
+import minigrad.nn.fused_attention as fa
+import minigrad.nn.kernels as kernels
+from minigrad.autograd import Function
+from minigrad.ops import elementwise as ew
+from minigrad.ops import linalg, reduce, shape
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def torch_dtype(dtype: Any) -> torch.dtype:
+    """The torch dtype of a numpy dtype (float64 -> torch.float64, ...)."""
+    return torch.from_numpy(np.zeros(0, dtype=np.dtype(dtype))).dtype
+
+
+def _dims(x: torch.Tensor, dim: Any) -> tuple[int, ...]:
+    """minigrad's `dim` (None, int or tuple) as a tuple of axes; () reduces nothing."""
+    if dim is None:
+        return tuple(range(x.dim()))
+    return (int(dim),) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
+
+
+def _reduce(fn: Callable) -> Callable:
+    """A reduction over minigrad's dims. torch reads dim=() as "every axis", numpy and
+    minigrad as "no axis": then every reduction but var leaves x unchanged."""
+    def op(x: torch.Tensor, *, dim: Any = None, keepdim: bool = False, **kw: Any) -> torch.Tensor:
+        dims = _dims(x, dim)
+        if not dims:  # a 0-d x, or dim=()
+            if fn is torch.var:  # sum of squared deviations (0) over n - correction = 1 - c
+                zero = x - x
+                return zero * zero / torch.tensor(float(max(1 - kw["correction"], 0)), dtype=x.dtype)
+            return x + 0  # a new tensor, as the op's output
+        return fn(x, dim=dims, keepdim=keepdim, **kw)
+    return op
+
+
+def _softmax(x: torch.Tensor, *, dim: int = -1) -> torch.Tensor:
+    """softmax with minigrad's edge rule: a row that is all -inf gives zeros (torch: NaN)."""
+    m = x.detach().amax(dim=dim, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros((), dtype=m.dtype, device=m.device))
+    e = torch.exp(x - m)
+    s = e.sum(dim=dim, keepdim=True)
+    return e / torch.where(s == 0, torch.ones((), dtype=s.dtype, device=s.device), s)
+
+
+def _index(index: Any) -> Any:
+    """A minigrad index as torch reads it: integer arrays as int64, negative steps refused."""
+    if isinstance(index, tuple):
+        return tuple(_index(i) for i in index)
+    if isinstance(index, torch.Tensor) and index.dtype != torch.bool:
+        return index.long()
+    if isinstance(index, slice) and index.step is not None and index.step < 0:
+        raise ValueError(f"getitem: torch has no negative slice steps ({index}); use flip in the model")
+    return index
+
+
+# ----------------------------------------------------------------------------- nn kernels
+
+
+def _cross_entropy(x: torch.Tensor, target: torch.Tensor, *, ignore_index: int = -100,
+                   reduction: str = "mean", label_smoothing: float = 0.0) -> torch.Tensor:
+    """Class ids along the last axis; the mean divides by max(rows kept, 1), as minigrad."""
+    C = x.shape[-1]
+    t = target.reshape(-1).long()
+    flat = TF.cross_entropy(x.reshape(-1, C), t, ignore_index=ignore_index, reduction="none",
+                            label_smoothing=label_smoothing)
+    if reduction == "none":
+        return flat.reshape(target.shape)
+    total = flat.sum()
+    if reduction == "sum":
+        return total
+    return total / (t != ignore_index).sum().clamp(min=1).to(total.dtype)
+
+
+def _layer_norm(x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None, *,
+                ndim: int = 1, eps: float = 1e-5) -> torch.Tensor:
+    return TF.layer_norm(x, tuple(x.shape[x.dim() - ndim:]), weight, bias, eps)
+
+
+def _dropout(x: torch.Tensor, *, p: float = 0.5, training: bool = True) -> torch.Tensor:
+    return TF.dropout(x, p, training)
+
+
+def _embedding(idx: torch.Tensor, weight: torch.Tensor, *, padding_idx: int | None = None) -> torch.Tensor:
+    return TF.embedding(idx.long(), weight, padding_idx)
+
+
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None, *,
+               allowed: torch.Tensor | None = None, scale: float, dropout_p: float = 0.0,
+               training: bool = True) -> torch.Tensor:
+    """torch's scaled_dot_product_attention where it computes minigrad's function: a causal
+    mask becomes is_causal (the fast kernels), a boolean mask is passed as it is (True = may
+    attend in both). A float bias, or a row with no key allowed (torch gives NaN there,
+    minigrad zeros), takes the written-out path."""
+    p = dropout_p if training else 0.0
+    Tq, Tk = q.shape[-2], k.shape[-2]
+    if bias is None:
+        if allowed is None:
+            return TF.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=scale)
+        if allowed.dim() == 2 and Tq == Tk and torch.equal(allowed, _tril(Tq, allowed.device)):
+            return TF.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True, scale=scale)
+        if bool(allowed.any(-1).all()):
+            return TF.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=p, scale=scale)
+    s = (q * scale) @ k.transpose(-2, -1)  # (..., Tq, Tk)
+    if bias is not None:
+        s = s + bias
+    if allowed is not None:
+        s = s.masked_fill(~allowed, -torch.inf)
+    a = _softmax(s, dim=-1)
+    return TF.dropout(a, p, training=p > 0) @ v
+
+
+_TRIL: dict[tuple, torch.Tensor] = {}
+
+
+def _tril(T: int, device: torch.device) -> torch.Tensor:
+    key = (T, str(device))
+    if key not in _TRIL:
+        _TRIL[key] = torch.ones(T, T, dtype=torch.bool, device=device).tril()
+    return _TRIL[key]
+
+
+# ----------------------------------------------------------------------------- the table
+
+TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
+    # arithmetic and unary math
+    ew.Add: lambda a, b: a + b,
+    ew.Sub: lambda a, b: a - b,
+    ew.Mul: lambda a, b: a * b,
+    ew.Div: lambda a, b: a / b,
+    ew.Neg: lambda x: -x,
+    ew.Pow: lambda a, b: torch.pow(a, b),
+    ew.Exp: torch.exp,
+    ew.Log: torch.log,
+    ew.Sqrt: torch.sqrt,
+    ew.Abs: torch.abs,
+    ew.Tanh: torch.tanh,
+    ew.Sigmoid: torch.sigmoid,
+    ew.ReLU: torch.relu,
+    ew.Maximum: torch.maximum,  # a tie splits the gradient in halves in both
+    ew.Minimum: torch.minimum,
+    ew.Clip: lambda x, *, low=None, high=None: torch.clamp(x, low, high),
+    ew.Where: lambda cond, a, b: torch.where(cond.bool(), a, b),
+    ew.MaskedFill: lambda x, mask, *, value: x.masked_fill(mask.bool(), value),
+    # linear algebra and casts
+    linalg.MatMul: torch.matmul,
+    linalg.Cast: lambda x, *, dtype: x.to(torch_dtype(dtype)),
+    # reductions
+    reduce.Sum: _reduce(torch.sum),
+    reduce.Mean: _reduce(torch.mean),
+    reduce.Max: _reduce(torch.amax),  # tied maxima share the gradient in both
+    reduce.Min: _reduce(torch.amin),
+    reduce.Var: _reduce(torch.var),
+    reduce.LogSumExp: _reduce(torch.logsumexp),
+    reduce.Softmax: _softmax,
+    reduce.LogSoftmax: lambda x, *, dim=-1: torch.log_softmax(x, dim),
+    # shape
+    shape.Reshape: lambda x, *, shape: x.reshape(shape),
+    shape.Permute: lambda x, *, dims: x.permute(*dims),
+    shape.Expand: lambda x, *, shape: x.expand(*shape),
+    shape.GetItem: lambda x, *, index: x[_index(index)],
+    shape.Cat: lambda *xs, dim=0: torch.cat(xs, dim),
+    shape.Stack: lambda *xs, dim=0: torch.stack(xs, dim),
+    # nn kernels
+    kernels.Linear: TF.linear,
+    kernels.CrossEntropy: _cross_entropy,
+    kernels.LayerNorm: _layer_norm,
+    kernels.GELU: lambda x, *, approximate="none": TF.gelu(x, approximate=approximate),
+    kernels.Dropout: _dropout,
+    kernels.Embedding: _embedding,
+    fa.Attention: _attention,
+}
+
+# Ops whose torch twin draws random numbers and must know whether the module is training.
+RANDOM_OPS: frozenset[type[Function]] = frozenset({kernels.Dropout, fa.Attention})

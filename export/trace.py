@@ -1,0 +1,208 @@
+"""Recording one forward pass of minigrad code as a program: every `Function.apply` in order,
+with its class, its options, and where each input came from.
+
+An input of an op is one of: an example input of the traced function (by position), a
+parameter of the module (by its state-dict name), the output of an earlier op, or a constant
+(any other array, e.g. a mask or a position table built inside forward). Arrays inside the
+options (attention masks, index arrays) are classified the same way. This file needs numpy
+only; `minigrad.export.module` replays a program with torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from minigrad import Tensor
+from minigrad.autograd import Function
+
+
+@dataclass(frozen=True)
+class Ref:
+    """Where a value comes from: kind "input" (key = position), "param" (key = name), "node"
+    (key = index of the op that made it) or "const" (key = index into Program.constants).
+    `detach`: minigrad used the value cut from the graph (`detach()`, or inside `no_grad`)."""
+
+    kind: str
+    key: Any
+    detach: bool = False
+
+
+@dataclass
+class Node:
+    """One recorded op: `op.apply(*args, **options)`; `grad` tells whether minigrad's output
+    required grad (False inside `no_grad`, or when no input did)."""
+
+    op: type[Function]
+    args: tuple[Ref, ...]
+    options: dict[str, Any]
+    grad: bool
+
+
+@dataclass
+class Program:
+    """The ops of one forward pass, the constants they read, and the result as a structure
+    (a Ref, or tuples / lists / dicts of them, or plain Python values)."""
+
+    nodes: list[Node]
+    constants: list[np.ndarray]
+    output: Any
+
+
+class TraceError(RuntimeError):
+    """The forward pass does something a recorded program cannot replay."""
+
+
+# ----------------------------------------------------------------------------- recording
+
+_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _recording(record: Callable[..., None]) -> Iterator[None]:
+    """Call record(cls, inputs, options, out) after every top-level `Function.apply` made by
+    this thread while the block runs.
+
+    The core's forward-check hook sees neither the options nor the output Tensor, so the
+    recorder wraps `Function.apply` itself for the length of one forward pass (one trace at a
+    time, other threads pass straight through) and puts the original back afterwards.
+    """
+    original = Function.__dict__["apply"]
+    owner, depth = threading.get_ident(), [0]
+
+    def apply(cls: type[Function], *inputs: Tensor, **options: Any) -> Tensor:
+        if threading.get_ident() != owner:
+            return original.__func__(cls, *inputs, **options)
+        depth[0] += 1  # an op whose forward applies other ops is recorded once, as itself
+        try:
+            out = original.__func__(cls, *inputs, **options)
+        finally:
+            depth[0] -= 1
+        if depth[0] == 0:
+            record(cls, inputs, options, out)
+        return out
+
+    with _lock:
+        Function.apply = classmethod(apply)  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            Function.apply = original  # type: ignore[method-assign]
+
+
+class _Recorder:
+    """Builds a Program from the ops it is shown, classifying every input and option array."""
+
+    def __init__(self, inputs: list[Any], params: list[tuple[str, Tensor]]):
+        self.nodes: list[Node] = []
+        self.constants: list[np.ndarray] = []
+        self._alive: list[Any] = []  # keeps every seen object alive, so that ids stay unique
+        self._tensors: dict[int, Ref] = {}  # id(Tensor) -> Ref
+        self._arrays: dict[int, tuple[Ref, bool]] = {}  # id(array) -> (Ref, required grad)
+        for i, x in enumerate(inputs):
+            if isinstance(x, Tensor):
+                self._add(x, Ref("input", i))
+        for name, p in params:
+            self._add(p, Ref("param", name))
+
+    def _add(self, t: Tensor, ref: Ref) -> None:
+        self._alive.append(t)
+        self._tensors[id(t)] = ref
+        self._arrays[id(t.data)] = (ref, t.requires_grad)
+
+    def ref(self, t: Tensor) -> Ref:
+        hit = self._tensors.get(id(t))
+        if hit is not None:
+            return hit
+        return self.array_ref(t.data, t.requires_grad)
+
+    def array_ref(self, a: np.ndarray, requires_grad: bool = False) -> Ref:
+        """A Ref for an array: a known one (e.g. `Tensor._make(input.data, None)` wraps an example
+        input's array again, and `detach()` an op's output), else a new constant."""
+        hit = self._arrays.get(id(a))
+        if hit is not None:
+            ref, grad = hit
+            return Ref(ref.kind, ref.key, detach=grad and not requires_grad)
+        self._alive.append(a)
+        self.constants.append(np.array(a))  # a copy: the caller may change its array later
+        return Ref("const", len(self.constants) - 1)
+
+    def _option(self, name: str, value: Any) -> Any:
+        if isinstance(value, Tensor):
+            return self.ref(value)
+        if isinstance(value, np.ndarray):
+            return self.array_ref(value)
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, tuple):
+            return tuple(self._option(name, v) for v in value)
+        if isinstance(value, slice):
+            return slice(*(None if v is None else int(v) for v in (value.start, value.stop, value.step)))
+        if isinstance(value, (list, dict)):
+            raise TraceError(
+                f"{name}={type(value).__name__}: an op that writes into a list or dict passed as an "
+                "option (e.g. attention weights for need_weights or record_attention) cannot be "
+                "exported; trace a forward that does not ask for them"
+            )
+        return value
+
+    def record(self, cls: type[Function], inputs: tuple, options: dict, out: Tensor) -> None:
+        args = tuple(self.ref(t) for t in inputs)
+        opts = {k: self._option(k, v) for k, v in options.items()
+                if not (k == "weights_out" and v is None)}
+        self.nodes.append(Node(cls, args, opts, out.requires_grad))
+        self._add(out, Ref("node", len(self.nodes) - 1))
+
+    def structure(self, result: Any) -> Any:
+        """The traced function's result with every Tensor (or array) replaced by its Ref."""
+        if isinstance(result, Tensor):
+            return self.ref(result)
+        if isinstance(result, np.ndarray):
+            return self.array_ref(result)
+        if isinstance(result, (tuple, list)):
+            return type(result)(self.structure(r) for r in result)
+        if isinstance(result, dict):
+            return {k: self.structure(v) for k, v in result.items()}
+        return result
+
+
+def trace(fn: Callable[..., Any], inputs: list[Any], params: list[tuple[str, Tensor]]) -> Program:
+    """Run fn(*inputs) once and return the program of ops it ran.
+
+    Args:
+        fn: minigrad code, e.g. a module or its bound `loss` method.
+        inputs: its positional arguments (Tensors are example inputs; other values are passed
+            as they are and become part of the program).
+        params: (name, Parameter) pairs, so that ops reading them refer to them by name.
+    """
+    rec = _Recorder(inputs, params)
+    with _recording(rec.record):
+        result = fn(*inputs)
+    return Program(rec.nodes, rec.constants, rec.structure(result))
+
+
+def same_structure(a: Program, b: Program) -> bool:
+    """Whether two programs run the same ops, wired the same way (constants and options may differ)."""
+    if len(a.nodes) != len(b.nodes) or _kinds(a.output) != _kinds(b.output):
+        return False
+    for na, nb in zip(a.nodes, b.nodes):
+        if na.op is not nb.op or len(na.args) != len(nb.args) or na.options.keys() != nb.options.keys():
+            return False
+        for ra, rb in zip(na.args, nb.args):
+            if ra.kind != rb.kind or (ra.kind != "const" and ra.key != rb.key):
+                return False
+    return True
+
+
+def _kinds(structure: Any) -> Any:
+    if isinstance(structure, Ref):
+        return (structure.kind, None if structure.kind == "const" else structure.key)
+    if isinstance(structure, (tuple, list)):
+        return tuple(_kinds(s) for s in structure)
+    if isinstance(structure, dict):
+        return {k: _kinds(v) for k, v in structure.items()}
+    return structure
