@@ -21,7 +21,7 @@ import minigrad as mg
 
 from . import inspection
 from .recipes import RECIPES, check_preset, recipe_class
-from .train import TrainConfig, read_checkpoint, train
+from .train import TrainConfig, TrainingInterrupted, checkpoint_path, read_checkpoint, train
 
 
 def _recipe_from_checkpoint(path: str, expect: str | None = None):
@@ -38,18 +38,31 @@ def cmd_train(args: argparse.Namespace) -> int:
     cls = recipe_class(args.model)
     args.preset = args.preset or cls.default_preset
     check_preset(cls, args.preset)
-    out = args.out or os.path.join("runs", args.model)
     if args.resume:
+        args.resume = checkpoint_path(args.resume)  # a run folder stands for its checkpoint.npz
         recipe, meta = _recipe_from_checkpoint(args.resume, expect=args.model)
         recipe.model.train()
         cfg = TrainConfig.from_dict({**meta["train"], **({"steps": args.steps} if args.steps else {})})
+        if cfg.steps <= meta["step"]:
+            done = meta["step"]
+            raise ValueError(f"{args.resume} is at step {done} already: training to step {cfg.steps} "
+                             f"leaves nothing to do; give --steps above {done} to train on")
+        # By default the run goes on in the checkpoint's folder, next to its log.csv.
+        out = args.out or os.path.dirname(args.resume) or "."
+        what = f"from step {meta['step']} of {args.resume}"
     else:
+        out = args.out or os.path.join("runs", args.model)
         recipe = cls(args.preset, data=args.data) if args.data else cls(args.preset)
         cfg = cls.train_config(args.preset, steps=args.steps, seed=args.seed)
-    print(f"{args.model} ({args.preset}): {recipe.model.num_parameters():,} parameters, "
+        what = args.preset
+    print(f"{args.model} ({what}): {recipe.model.num_parameters():,} parameters, "
           f"{cfg.steps} steps, batch {cfg.batch_size}; writing to {out}")
     t0 = time.perf_counter()
-    metrics = train(recipe, cfg, out, resume=args.resume, progress=not args.quiet)
+    try:
+        metrics = train(recipe, cfg, out, resume=args.resume, progress=not args.quiet)
+    except TrainingInterrupted as stop:
+        print(f"minigrad: {stop}; continue with: minigrad train {args.model} --resume {out}", file=sys.stderr)
+        return 130  # the shell's code for "ended by Ctrl-C"
     print(f"done in {time.perf_counter() - t0:.0f} s: "
           + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if k != "step"))
     demo = recipe.demo()
@@ -136,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--steps", type=int, help="training steps (default: the preset's)")
     t.add_argument("--out", help="folder for the checkpoint and log.csv (default runs/MODEL)")
     t.add_argument("--data", help="a UTF-8 text file to train on (gpt, bert)")
-    t.add_argument("--resume", help="checkpoint to continue from")
+    t.add_argument("--resume", help="checkpoint (or run folder) to continue from; the run goes on in "
+                   "its folder unless --out is given")
     t.add_argument("--seed", type=int, help="random seed")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(run=cmd_train)
@@ -184,14 +198,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _check_counts(args: argparse.Namespace) -> None:
+    """Counts must be positive; checked before anything is built or written."""
+    for name in ("steps", "max_new_tokens", "batches", "top_k", "batch_size"):
+        value = getattr(args, name, None)
+        if value is not None and value < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be positive, got {value}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _check_counts(args)
         mg.set_num_threads(args.threads)
         return args.run(args)
     except (ValueError, FileNotFoundError, ImportError, OSError) as e:
         print(f"minigrad: error: {_one_line(e)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C outside the training loop (loading data, sampling...)
+        print("minigrad: interrupted", file=sys.stderr)
+        return 130
 
 
 def _one_line(e: BaseException) -> str:

@@ -41,6 +41,8 @@ def draw_step(cls: type[Recipe], preset: str, out: str, depth: int | None = 1, m
         raise ValueError(f"--batch-size must be at least 1, got {batch_size}")
     mg.manual_seed(seed)
     recipe = cls(preset)
+    if module is not None:
+        _check_module(recipe.model, module, f"{cls.name} ({preset})")
     batch = recipe.batch("train", np.random.default_rng(seed), batch_size)
     loss = recipe.loss(batch)
     loss.backward()  # so the drawing shows gradient norms
@@ -50,6 +52,30 @@ def draw_step(cls: type[Recipe], preset: str, out: str, depth: int | None = 1, m
         warnings.simplefilter("always", GraphvizNotFoundWarning)
         written = drawing.save(out)
     return written, [str(w.message) for w in caught]
+
+
+def _check_module(model: nn.Module, path: str, what: str) -> None:
+    """A ValueError for a module path `model` does not have, listing every module one level below
+    the deepest part of `path` that exists (the top-level modules when none does)."""
+    modules = dict(model.named_modules())
+    paths = [p for p in modules if p]
+    if path in paths:
+        return
+    known = set(paths)
+
+    def parent(p: str) -> str:  # the nearest enclosing module ("" for the model itself)
+        parts = p.split(".")
+        return next((".".join(parts[:cut]) for cut in range(len(parts) - 1, 0, -1)
+                     if ".".join(parts[:cut]) in known), "")
+
+    base = parent(path)
+    children = [p for p in paths if parent(p) == base]
+    if not children:
+        inner = type(modules[base]).__name__
+        raise ValueError(f"{what} has no module {path!r}: {base!r} ({inner}) holds no modules")
+    where = f"in {base!r} are" if base else "at the top are"
+    raise ValueError(f"{what} has no module {path!r}; the modules {where}: {', '.join(children)} "
+                     "(a drawing with a larger --depth labels the modules inside with their paths)")
 
 
 # ----------------------------------------------------------------------------- attention

@@ -45,14 +45,25 @@ class TrainConfig:
 # ----------------------------------------------------------------------------- checkpoints
 
 
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped training between two steps, after a checkpoint was saved at `step`."""
+
+    def __init__(self, step: int, checkpoint: str):
+        super().__init__(f"interrupted at step {step}; checkpoint saved to {checkpoint}")
+        self.step, self.checkpoint = step, checkpoint
+
+
 def save_checkpoint(path: str, recipe: Any, opt: optim.Optimizer, sched: Any, step: int,
-                    cfg: TrainConfig, data_rng: np.random.Generator, history: list) -> None:
+                    cfg: TrainConfig, data_rng: np.random.Generator, history: list,
+                    seconds: float = 0.0) -> None:
     """Everything needed to continue exactly: weights, optimizer, schedule, step, both random
-    generators and the recipe (model config, tokenizer). One .npz, written atomically."""
+    generators, the recipe (model config, tokenizer) and the training time so far. One .npz,
+    written atomically."""
     meta = {
         "format": CHECKPOINT_FORMAT, "model": recipe.name, "recipe": recipe.meta(),
         "train": asdict(cfg), "step": step, "rng": get_rng_state(),
         "data_rng": data_rng.bit_generator.state, "sched": sched.state_dict(), "history": history,
+        "seconds": seconds,
     }
     arrays = {f"model/{k}": v for k, v in recipe.model.state_dict().items()}
     arrays.update({f"optim/{k}": v for k, v in optim.flatten_state(opt.state_dict()).items()})
@@ -60,8 +71,20 @@ def save_checkpoint(path: str, recipe: Any, opt: optim.Optimizer, sched: Any, st
     mg.save(arrays, path)
 
 
+def checkpoint_path(path: str) -> str:
+    """The checkpoint file itself, given the file or the run folder holding checkpoint.npz."""
+    if os.path.isdir(path):
+        inside = os.path.join(path, "checkpoint.npz")
+        if not os.path.isfile(inside):
+            raise FileNotFoundError(f"no checkpoint.npz in the folder {path}")
+        return inside
+    return path
+
+
 def read_checkpoint(path: str) -> tuple[dict, dict, dict]:
-    """(meta, model state, flat optimizer state) of a checkpoint, with one-line errors."""
+    """(meta, model state, flat optimizer state) of a checkpoint file or of a run folder's
+    checkpoint.npz, with one-line errors."""
+    path = checkpoint_path(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no checkpoint at {path}")
     arrays = mg.load(path)
@@ -96,23 +119,32 @@ def train(recipe: Any, cfg: TrainConfig, out_dir: str, resume: str | None = None
           progress: bool = True, log: Any = tqdm.write) -> dict:
     """Train `recipe.model` for cfg.steps steps; checkpoints and log.csv go to out_dir.
 
-    Returns the last evaluation metrics. Ctrl-C saves a checkpoint and returns early, so
-    `resume` can continue from it; resuming gives the same losses as an uninterrupted run.
+    Returns the last evaluation metrics. Ctrl-C finishes the current step, saves a checkpoint
+    and raises `TrainingInterrupted` (a KeyboardInterrupt), so `resume` (a checkpoint or a run
+    folder) can continue from it; resuming gives the same losses as an uninterrupted run.
     """
+    if cfg.steps < 1:
+        raise ValueError(f"train: steps must be positive, got {cfg.steps}")
+    # Everything that can fail is checked before out_dir (and its log) is touched.
+    loaded = read_checkpoint(resume) if resume else None
+    if loaded is not None and loaded[0]["step"] >= cfg.steps:
+        raise ValueError(f"train: the checkpoint is at step {loaded[0]['step']}, so {cfg.steps} steps leave "
+                         "nothing to train; ask for more steps")
     os.makedirs(out_dir, exist_ok=True)
     ckpt_path = os.path.join(out_dir, "checkpoint.npz")
     mg.manual_seed(cfg.seed)
     data_rng = np.random.default_rng(cfg.seed + 1)
     opt, sched = make_optimizer(recipe.model, cfg)
-    start, history = 0, []
-    if resume:
-        meta, model_state, opt_state = read_checkpoint(resume)
+    start, history, seconds = 0, [], 0.0
+    if loaded is not None:
+        meta, model_state, opt_state = loaded
         recipe.model.load_state_dict(model_state)
         opt.load_state_dict(optim.unflatten_state(opt_state))
         sched.load_state_dict(meta["sched"])
         set_rng_state(meta["rng"])
         data_rng.bit_generator.state = meta["data_rng"]
         start, history = meta["step"], meta["history"]
+        seconds = meta.get("seconds", 0.0)  # the log's time runs on from the checkpoint's
     log_path = os.path.join(out_dir, "log.csv")
     _start_log(log_path, keep_until=start)
     metrics: dict = history[-1] if history else {}
@@ -120,14 +152,14 @@ def train(recipe: Any, cfg: TrainConfig, out_dir: str, resume: str | None = None
     interrupted = _CtrlC()
     bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, disable=not progress,
                desc=f"train {recipe.name}", unit="step", dynamic_ncols=True)
-    t0 = time.perf_counter()
+    t0 = time.perf_counter() - seconds
     with interrupted:
         for step in bar:
             if interrupted.flag:  # stop between steps, so the checkpoint is consistent
                 bar.close()
-                save_checkpoint(ckpt_path, recipe, opt, sched, step, cfg, data_rng, history)
-                log(f"interrupted at step {step}; checkpoint saved to {ckpt_path} (continue with --resume)")
-                return metrics
+                save_checkpoint(ckpt_path, recipe, opt, sched, step, cfg, data_rng, history,
+                                seconds=time.perf_counter() - t0)
+                raise TrainingInterrupted(step, ckpt_path)
             batch = recipe.batch("train", data_rng, cfg.batch_size)
             loss = recipe.loss(batch)
             opt.zero_grad()
@@ -147,7 +179,8 @@ def train(recipe: Any, cfg: TrainConfig, out_dir: str, resume: str | None = None
             with open(log_path, "a", newline="") as f:
                 csv.writer(f).writerow(row)
             if evaluate:  # after the log row, so a resumed run's log continues where this stops
-                save_checkpoint(ckpt_path, recipe, opt, sched, done, cfg, data_rng, history)
+                save_checkpoint(ckpt_path, recipe, opt, sched, done, cfg, data_rng, history,
+                                seconds=time.perf_counter() - t0)
     bar.close()
     return metrics
 

@@ -10,7 +10,7 @@ import pytest
 
 import minigrad as mg
 from minigrad.models import cli
-from minigrad.models.train import TrainConfig, read_checkpoint, save_checkpoint, train
+from minigrad.models.train import TrainConfig, TrainingInterrupted, read_checkpoint, save_checkpoint, train
 
 
 def run(argv, capsys):
@@ -99,13 +99,12 @@ class Interrupting:
         return {"val_loss": 0.0}
 
 
-def test_ctrl_c_finishes_the_step_saves_and_returns(tmp_path):
+def test_ctrl_c_finishes_the_step_saves_and_raises(tmp_path):
     cfg = TrainConfig(steps=50, batch_size=2, eval_every=100, seed=0)
-    messages = []
-    train(Interrupting(at=7), cfg, str(tmp_path), progress=False, log=messages.append)
+    with pytest.raises(TrainingInterrupted, match="interrupted at step 7"):
+        train(Interrupting(at=7), cfg, str(tmp_path), progress=False)
     meta, _, _ = read_checkpoint(str(tmp_path / "checkpoint.npz"))
     assert meta["step"] == 7  # step 7 completed, then the loop stopped cleanly
-    assert "interrupted at step 7" in messages[-1]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 

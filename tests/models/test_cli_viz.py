@@ -116,7 +116,7 @@ def test_graph_of_one_module_and_other_formats(recipes, tmp_path, capsys, monkey
     pytest.param(["graph", "gpt4"], "unknown model 'gpt4'", id="unknown-model"),
     pytest.param(["graph", "gpt", "--preset", "huge"], "unknown preset 'huge' for gpt", id="bad-preset"),
     pytest.param(["graph", "gpt", "--out", "g.txt"], "cannot tell the picture's format", id="bad-format"),
-    pytest.param(["graph", "gpt", "--module", "blocks.7", "--out", "g.svg"], "no module at path 'blocks.7'",
+    pytest.param(["graph", "gpt", "--module", "blocks.7", "--out", "g.svg"], "has no module 'blocks.7'",
                  id="bad-module"),
 ])
 def test_graph_errors_are_one_line(argv, message, capsys, tmp_path, monkeypatch):
