@@ -1,0 +1,112 @@
+"""For every diagnosis code, a deliberately wrong student file (the stub with its
+`raise NotImplementedError` replaced by a wrong body): the grader must fail it and return
+exactly that code, and no other."""
+
+from pathlib import Path
+
+import pytest
+
+from minigrad.exercises import TASKS, grade
+from minigrad.exercises.diagnose import HINTS
+
+SOFTMAX = "a * (g - (g * a).sum(axis=-1, keepdims=True))"
+ATTENTION = """da = g @ v.swapaxes(-1, -2)
+ds = a * (da - (da * a).sum(axis=-1, keepdims=True))
+dq, dk, dv = ds @ k * ctx.c, ds.swapaxes(-1, -2) @ q * ctx.c, a.swapaxes(-1, -2) @ g
+"""
+
+
+def forward(scores: str, after: str = "") -> str:
+    return (f"s = {scores}\nif mask is not None:\n    s = s.masked_fill(~mask, {after or '-math.inf'})\n"
+            "return s.softmax(dim=-1) @ v")
+
+
+SCALED = "q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])"
+
+WRONG = [
+    # task, expected code, the body that replaces `raise NotImplementedError`
+    ("softmax_backward", "missing_rowsum_term", "return g * a"),
+    ("softmax_backward", "rowsum_wrong_axis", "return a * (g - (g * a).sum(axis=-2, keepdims=True))"),
+    ("softmax_backward", "ignores_upstream_grad", "return a * (1 - a.sum(axis=-1, keepdims=True))"),
+    ("softmax_backward", "sign_error", f"return -{SOFTMAX}"),
+    ("softmax_backward", "factor_error", f"return 0.5 * {SOFTMAX}"),
+    ("softmax_backward", "transposed_grad", f"return ({SOFTMAX}).swapaxes(-1, -2)"),
+    ("attention_backward", "missing_rowsum_term",
+     ATTENTION.replace("(da - (da * a).sum(axis=-1, keepdims=True))", "da") + "return dq, dk, dv"),
+    ("attention_backward", "rowsum_wrong_axis",  # keepdims lost
+     ATTENTION.replace("keepdims=True)", ")") + "return dq, dk, dv"),
+    ("attention_backward", "transposed_grad", ATTENTION + "return dq, dk.swapaxes(-1, -2), dv"),
+    ("attention_backward", "transposed_grad",  # dS^T and dS exchanged (square: same shapes)
+     ATTENTION + "return ds.swapaxes(-1, -2) @ k * ctx.c, ds @ q * ctx.c, dv"),
+    ("attention_backward", "swapped_grads", ATTENTION + "return dk, dq, dv"),
+    ("attention_backward", "missing_scale", ATTENTION + "return dq / ctx.c, dk / ctx.c, dv"),
+    ("attention_backward", "wrong_scale", ATTENTION + "return dq * ctx.c, dk * ctx.c, dv"),
+    ("attention_backward", "ignores_upstream_grad",
+     ATTENTION.replace("@ g\n", "@ np.ones_like(g)\n") + "return dq, dk, dv"),
+    ("attention_backward", "sign_error", ATTENTION + "return dq, dk, -dv"),
+    ("attention_backward", "factor_error", ATTENTION + "return dq, dk, 2 * dv"),
+    ("attention_forward", "missing_scale", forward("q @ k.transpose(-2, -1)")),
+    ("attention_forward", "wrong_scale", forward("q @ k.transpose(-2, -1) / q.shape[-1]")),
+    ("attention_forward", "mask_not_minus_inf", forward(SCALED, after="0.0")),
+    ("attention_forward", "mask_not_minus_inf", forward(SCALED, after="-10.0")),
+    ("attention_forward", "mask_after_softmax",
+     f"a = ({SCALED}).softmax(dim=-1)\nif mask is not None:\n    a = a.masked_fill(~mask, 0.0)\n"
+     "return a @ v"),
+]
+# Codes for tasks not written yet (see catalogue.ORDER): their wrong files come with the task.
+LATER = {"not_unbroadcast": "mul_broadcast", "layer_norm_missing_term": "layer_norm_backward",
+         "heads_merged_wrong": "multi_head"}
+
+
+def student_file(tmp_path: Path, task: str, body: str) -> str:
+    stub = TASKS[task].stub()
+    line = next(x for x in stub.splitlines() if x.strip() == "raise NotImplementedError")
+    indent = line[: len(line) - len(line.lstrip())]
+    code = "\n".join(indent + x if x else x for x in body.strip("\n").splitlines())
+    path = tmp_path / f"{task}.py"
+    path.write_text(stub.replace(line, code))
+    return str(path)
+
+
+@pytest.mark.parametrize("task, code, body",
+                         [pytest.param(*w, id=f"{w[0]}-{w[1]}-{i}") for i, w in enumerate(WRONG)])
+def test_the_grader_names_exactly_the_mistake(tmp_path, task, code, body):
+    report = grade(task, student_file(tmp_path, task, body))
+    assert not report.passed and not report.not_implemented
+    assert report.diagnosis == [code], report.text()
+    text = report.text()
+    assert f"diagnosis: {code}" in text and HINTS[code].split()[0] in text
+
+
+def test_every_code_has_a_wrong_file_or_waits_for_its_task():
+    tested = {code for _, code, _ in WRONG}
+    assert tested | set(LATER) == set(HINTS)
+    assert not set(LATER) & set(TASKS)  # a written task brings the wrong files of its codes
+
+
+def test_the_worked_case_shows_analytic_numeric_and_difference(tmp_path):
+    report = grade("softmax_backward", student_file(tmp_path, "softmax_backward", "return g * a"))
+    text = report.text()
+    assert "ds: yours (analytic)" in text and "numeric" in text and "difference" in text
+    assert "differs from the reference at 9 of 9 elements" in text
+
+
+def test_ignoring_g_is_right_under_sum_backward(tmp_path):
+    # Why the grader's g is random: under out.sum().backward() (g = ones) the wrong file is right.
+    import numpy as np
+
+    import minigrad as mg
+    import minigrad.nn.functional as F
+    from minigrad.exercises.grader import load_file
+
+    body = ATTENTION.replace("@ g\n", "@ np.ones_like(g)\n") + "return dq, dk, dv"
+    wrong = load_file(student_file(tmp_path, "attention_backward", body))
+    rng = np.random.default_rng(0)
+    grads = []
+    for op in (wrong.Attention, None):
+        q, k, v = (mg.tensor(rng.normal(size=(3, 2)), requires_grad=True) for _ in range(3))
+        rng = np.random.default_rng(0)
+        out = op.apply(q, k, v) if op else F.scaled_dot_product_attention(q, k, v)
+        out.sum().backward()
+        grads.append(v.grad)
+    assert np.allclose(grads[0], grads[1])
