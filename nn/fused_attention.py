@@ -2,7 +2,8 @@
 readable twin `attention_reference`, composed from Tensor ops, that the tests compare it with.
 
 The mask rule (True = may attend) is stated in `minigrad.nn.attention`. `_recorders` is
-where `nn.record_attention` listens.
+where `nn.record_attention` listens. Long sequences go to `TiledAttention` (tiled_attention.py),
+which never stores the (Tq, Tk) weights; `tiled_attention` calls it directly.
 """
 
 from __future__ import annotations
@@ -14,6 +15,12 @@ import numpy as np
 
 from minigrad import Function, Tensor
 from minigrad.random import generator
+
+from .tiled_attention import BLOCK_K, BLOCK_Q, TiledAttention
+
+# scaled_dot_product_attention takes the tiled kernel from this many scores (Tq * Tk) per
+# (batch, head) pair on: below it, storing A is cheap and the one-block kernel is faster.
+TILED_MIN_SCORES = 256 * 256
 
 # The open `record_attention` recorders (see attention_maps.py). Mutated in place, never
 # rebound, so modules that import it see the same list; empty unless one is open, so the
@@ -130,6 +137,13 @@ def _dropout_keep(shape: tuple[int, ...], p: float, dtype: Any) -> np.ndarray:
     return keep * np.dtype(dtype).type(1.0 / (1.0 - p))
 
 
+def _scores_per_head(q: Any, k: Any) -> int:
+    """Tq * Tk, or 0 for input that `_prepare` will reject with a clear error."""
+    if getattr(q, "ndim", 0) < 2 or getattr(k, "ndim", 0) < 2:
+        return 0
+    return q.shape[-2] * k.shape[-2]
+
+
 def _causal(tq: int, tk: int) -> np.ndarray:
     """(Tq, Tk) bool, True where key j <= query i (top-left aligned, like torch.tril)."""
     return np.tri(tq, tk, dtype=bool)
@@ -215,6 +229,8 @@ def scaled_dot_product_attention(
         before dropout, a copy detached from the graph (no gradient flows through it; use
         `attention_reference` to differentiate through the weights).
     """
+    if dropout_p == 0 and not need_weights and not _recorders and _scores_per_head(q, k) >= TILED_MIN_SCORES:
+        return tiled_attention(q, k, v, mask, is_causal, scale)
     bias, allowed = _prepare("scaled_dot_product_attention", q, k, v, mask, is_causal, dropout_p)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     # A recorder needs the weights too: ask the kernel for its copy only while one is open.
@@ -226,6 +242,29 @@ def scaled_dot_product_attention(
     if need_weights:
         return out, Tensor(sink[0])
     return out
+
+
+def tiled_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | np.ndarray | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    block_size: tuple[int, int] = (BLOCK_Q, BLOCK_K),
+) -> Tensor:
+    """softmax(q k^T * scale + mask) v through `TiledAttention`, whatever the size.
+
+    Arguments as in `scaled_dot_product_attention` (no dropout, no weights: the tiled kernel
+    never holds them), plus `block_size` = (query rows, key columns) of one tile; small blocks
+    exercise the tiling on small inputs. `scaled_dot_product_attention` calls this for long
+    sequences. `is_causal` is passed to the kernel as a diagonal, so no (Tq, Tk) mask is built.
+    """
+    bias, allowed = _prepare("tiled_attention", q, k, v, mask, False, 0.0)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    inputs = (q, k, v) if bias is None else (q, k, v, bias)
+    return TiledAttention.apply(*inputs, allowed=allowed, causal_offset=0 if is_causal else None,
+                                scale=scale, block_q=int(block_size[0]), block_k=int(block_size[1]))
 
 
 def attention_reference(

@@ -1,0 +1,241 @@
+"""Tiled attention (FlashAttention's idea in numpy): softmax(Q K^T * scale + bias) V computed block
+by block with an online softmax, so that neither pass ever holds the (Tq, Tk) score matrix.
+
+`scaled_dot_product_attention` (fused_attention.py) picks this kernel for long sequences.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad import Function
+
+# Default block sizes (queries, keys), tuned on one thread at T = 1024 ... 4096, D = 32: a
+# (B*H, 128, 512) float32 score block is 1 MiB per (batch, head) pair at most, which stays in cache.
+BLOCK_Q = 128
+BLOCK_K = 512
+
+_SKIP = False  # a block whose every score is masked: not computed at all
+
+
+class TiledAttention(Function):
+    """O = softmax(Q K^T * scale + bias, masked) V, computed in (block_q, block_k) tiles.
+
+    Inputs and options as in `Attention` (q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv), an
+    optional float `bias`, a bool `allowed`, `scale`), plus `causal_offset`: when not None, key
+    j is allowed for query i only if j <= i + causal_offset (0 is `is_causal`, aligned top-left;
+    Tk - Tq puts the last query on the last key, as with a KV cache). No dropout, no weights out:
+    the point is that A is never stored.
+
+    Write S = Q K^T * scale + bias (-inf where masked), m_i = max_j S_ij, l_i = sum_j exp(S_ij - m_i),
+    so that A_ij = exp(S_ij - m_i) / l_i and O_i = sum_j A_ij v_j. Split the keys into blocks
+    J_1, J_2, ... and the queries into blocks I_1, I_2, ...; (I, J) is one tile of S.
+
+    Forward, the online softmax, for one block of query rows I:
+        1. start with m = -inf, l = 0, acc = 0 (per row: a number, a number, a dv-vector).
+        2. for each key block J: S_IJ = Q_I K_J^T * scale (+ bias_IJ), masked;
+               m' = max(m, rowmax(S_IJ))               the running max, updated
+               P = exp(S_IJ - m')                      (bq, bk): the only big array, one tile
+               c = exp(m - m')                         corrects what was summed against the
+               l = c * l + rowsum(P)                   old max: exp(s - m) * exp(m - m')
+               acc = c * acc + P V_J                   = exp(s - m')
+               m = m'
+           After the last block, m and l are exactly max_j and sum_j over all keys, and
+           acc = sum_j exp(S_ij - m) v_j, so
+        3. O_I = acc / l,  and  L_I = m + log(l)  (the row's log-sum-exp; A_ij = exp(S_ij - L_i)).
+    Only O and L (Tq numbers per head) are saved, with the inputs.
+
+    Backward, g = dL/dO; the rules of `Attention` (dropout off), one tile at a time:
+        A = softmax(S) was never stored, but A_IJ = exp(S_IJ - L_I) recomputes any tile of it
+        exactly from Q_I, K_J and the saved L_I. With D_i = rowsum(g_i * O_i) (computed once,
+        on (Tq, dv) arrays: `Attention`'s step 3 shows D_i = sum_j dA_ij A_ij), for every tile:
+            A_IJ = exp(Q_I K_J^T * scale (+ bias_IJ) - L_I)   (masked entries: exp(-inf) = 0)
+            dV_J += A_IJ^T g_I                               1. O = A V
+            dA_IJ = g_I V_J^T                                1.
+            dS_IJ = A_IJ * (dA_IJ - D_I)                     3. softmax, as in `Attention`
+            dQ_I += dS_IJ K_J * scale,  dK_J += dS_IJ^T Q_I * scale,  dbias_IJ = dS_IJ   4.
+        Each sum over tiles is a sum over j (for dQ) or over i (for dK, dV) split in pieces.
+
+    Causal masking: a tile whose every key is after every query (j > i + offset) contributes
+    exp(-inf) = 0 everywhere, so both passes skip it (about half the tiles); only tiles that
+    the diagonal crosses need the mask at all. The same holds for any bool mask: a tile it
+    masks entirely is skipped, a tile it allows entirely is not masked.
+
+    Memory: besides inputs, O and the gradients, one or two (B*H, block_q, block_k) tiles and
+    O(Tq) numbers per head, instead of A's (B*H, Tq, Tk). A row with nothing allowed keeps
+    l = 0: it gives O = 0 and gradient 0, as in `Attention`. Subtracting the running max keeps
+    exp from overflowing; exp(m - m') <= 1.
+    """
+
+    @staticmethod
+    def forward(ctx, q, k, v, bias=None, *, allowed=None, causal_offset=None, scale,
+                block_q=BLOCK_Q, block_k=BLOCK_K):
+        lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
+                                   *(m.shape[:-2] for m in (bias, allowed) if m is not None))
+        tq, tk, dv = q.shape[-2], k.shape[-2], v.shape[-1]
+        dtype = np.result_type(q, k, v)
+        qs = _flat(q * dtype.type(scale), lead, dtype)  # (N, Tq, d): scale the small side once
+        kf, vf = _flat(k, lead, dtype), _flat(v, lead, dtype)  # (N, Tk, d), (N, Tk, dv)
+        tiles = _Tiles(lead, tq, tk, bias, allowed, causal_offset, block_q, block_k, dtype)
+        # A column of ones after V makes P [V, 1] = [P V, rowsum(P)]: the sum l rides along in
+        # the matmul instead of costing a pass over P.
+        v1 = _append(vf, 1)  # (N, Tk, dv + 1)
+        acc_l = np.zeros(qs.shape[:2] + (dv + 1,), dtype)  # (N, Tq, dv + 1): [acc, l] per row
+        lse = np.zeros(qs.shape[:2] + (1,), dtype)  # (N, Tq, 1), L
+        kt = kf.transpose(0, 2, 1)  # (N, d, Tk)
+        for i0, i1 in tiles.query_blocks():
+            acc = acc_l[:, i0:i1]
+            m = m_safe = np.full((qs.shape[0], i1 - i0, 1), -np.inf, dtype)
+            for j0, j1 in tiles.key_blocks(i0, i1):
+                s = tiles.scores(qs[:, i0:i1], kt[:, :, j0:j1], i0, i1, j0, j1)
+                if s is None:
+                    continue  # every score of the tile is masked
+                m_new = np.maximum(m, s.max(axis=-1, keepdims=True))  # 2. the running max
+                m_safe = np.where(np.isfinite(m_new), m_new, 0)  # a row all -inf so far: 0, no NaN
+                s -= m_safe
+                np.exp(s, out=s)  # P
+                acc *= np.exp(m - m_safe)  # the correction c; exp(-inf) = 0 when nothing came before
+                acc += s @ v1[:, j0:j1]  # acc = c acc + P V,  l = c l + rowsum(P)
+                m = m_new
+            total = acc[:, :, dv:].copy()
+            empty = total == 0  # a row with nothing allowed: O = 0, L = 0 (never used)
+            total[empty] = 1
+            acc[:, :, :dv] /= total  # 3.
+            lse[:, i0:i1] = np.where(empty, 0, m_safe + np.log(total))
+        out = np.ascontiguousarray(acc_l[:, :, :dv])
+        ctx.save_for_backward(qs, kf, vf, out, lse)
+        ctx.tiles, ctx.scale, ctx.shapes = tiles, scale, (lead, q.shape, k.shape, v.shape)
+        return out.reshape(lead + (tq, dv))
+
+    @staticmethod
+    def backward(ctx, g):
+        qs, kf, vf, out, lse = ctx.saved
+        tiles, (lead, q_shape, k_shape, v_shape) = ctx.tiles, ctx.shapes
+        need_q, need_k, need_v = ctx.needs_input_grad[:3]
+        need_bias = len(ctx.needs_input_grad) > 3 and ctx.needs_input_grad[3]
+        need_ds = need_q or need_k or need_bias
+        g = np.ascontiguousarray(g.reshape(out.shape), dtype=out.dtype)  # (N, Tq, dv)
+        dq = np.zeros_like(qs) if need_q else None
+        dk = np.zeros_like(kf) if need_k else None
+        dv = np.zeros_like(vf) if need_v else None
+        dbias = np.zeros(tiles.bias.shape, out.dtype) if need_bias else None
+        # Two more columns fold the subtractions into the matmuls: [Q*scale, -L] [K, 1]^T = S - L
+        # and [g, -D] [V, 1]^T = dA - D, so no pass over a tile is spent on them.
+        d_row = (g * out).sum(axis=-1, keepdims=True)  # D_i = rowsum(g * O), (N, Tq, 1)
+        q_l, g_d = _append(qs, -lse), _append(g, -d_row)  # (N, Tq, d + 1), (N, Tq, dv + 1)
+        k1t, v1t = _append(kf, 1).transpose(0, 2, 1), _append(vf, 1).transpose(0, 2, 1)
+        for i0, i1 in tiles.query_blocks():  # the forward's tiles, in the forward's order
+            gi, dqi = g[:, i0:i1], None if dq is None else dq[:, i0:i1]
+            for j0, j1 in tiles.key_blocks(i0, i1):
+                a = tiles.scores(q_l[:, i0:i1], k1t[:, :, j0:j1], i0, i1, j0, j1)  # S_IJ - L_I
+                if a is None:
+                    continue
+                np.exp(a, out=a)  # A_IJ = exp(S_IJ - L_I), recomputed
+                if need_v:
+                    dv[:, j0:j1] += a.transpose(0, 2, 1) @ gi  # 1. dV_J += A_IJ^T g_I
+                if not need_ds:
+                    continue
+                ds = g_d[:, i0:i1] @ v1t[:, :, j0:j1]  # 1. dA_IJ - D_I = g_I V_J^T - D_I
+                ds *= a  # 3. dS = A * (dA - D)
+                if need_bias:
+                    tiles.add_bias_grad(dbias, ds, i0, i1, j0, j1)
+                if need_q:
+                    dqi += ds @ kf[:, j0:j1]  # 4. dQ_I += dS K_J (* scale, below)
+                if need_k:
+                    dk[:, j0:j1] += ds.transpose(0, 2, 1) @ qs[:, i0:i1]  # 4. dK_J += dS^T (Q * scale)
+        if dq is not None:
+            dq *= dq.dtype.type(ctx.scale)
+        grads = tuple(None if x is None else x.reshape(lead + shape[-2:])
+                      for x, shape in ((dq, q_shape), (dk, k_shape), (dv, v_shape)))
+        if len(ctx.needs_input_grad) > 3:
+            return grads + (None if dbias is None else dbias.reshape(ctx.inputs[3].shape),)
+        return grads
+
+
+def _flat(x: np.ndarray, lead: tuple[int, ...], dtype) -> np.ndarray:
+    """x (..., T, f) broadcast to lead + (T, f) as one contiguous (N, T, f) array."""
+    full = np.broadcast_to(x, lead + x.shape[-2:])
+    return np.ascontiguousarray(full, dtype=dtype).reshape((-1,) + x.shape[-2:])
+
+
+class _Tiles:
+    """The block grid of one attention call: which tiles to visit, and each tile's masked scores."""
+
+    def __init__(self, lead, tq, tk, bias, allowed, causal_offset, block_q, block_k, dtype):
+        if block_q < 1 or block_k < 1:
+            raise ValueError(f"tiled attention: block sizes must be positive, got ({block_q}, {block_k})")
+        self.lead, self.tq, self.tk, self.bq, self.bk = lead, tq, tk, block_q, block_k
+        self.offset = causal_offset
+        nd = len(lead) + 2  # pad the masks to lead + (Tq or 1, Tk or 1), to slice them per tile
+        self.bias = None if bias is None else bias.astype(dtype, copy=False).reshape(
+            (1,) * (nd - bias.ndim) + bias.shape)
+        self.allowed = None if allowed is None else allowed.reshape(
+            (1,) * (nd - allowed.ndim) + allowed.shape)
+
+    def query_blocks(self):
+        return [(i0, min(i0 + self.bq, self.tq)) for i0 in range(0, self.tq, self.bq)]
+
+    def key_blocks(self, i0, i1):
+        """Key blocks that queries i0..i1-1 may see: with a causal offset, none past i1 - 1 + offset."""
+        end = self.tk if self.offset is None else max(0, min(self.tk, i1 + self.offset))
+        return [(j0, min(j0 + self.bk, end)) for j0 in range(0, end, self.bk)]
+
+    def query_blocks_for(self, j0, j1):
+        """Query blocks that may see keys j0..j1-1: with a causal offset, from query j0 - offset on."""
+        start = 0 if self.offset is None else max(0, j0 - self.offset)
+        start -= start % self.bq  # keep the forward's grid, so both passes see the same tiles
+        return [(i0, min(i0 + self.bq, self.tq)) for i0 in range(start, self.tq, self.bq)]
+
+    def scores(self, q_blk, kt_blk, i0, i1, j0, j1):
+        """S_IJ = Q_I K_J^T (+ bias_IJ), -inf where masked, as (N, bq, bk); None if all masked."""
+        mask = self._mask(i0, i1, j0, j1)
+        if mask is _SKIP:
+            return None
+        s = q_blk @ kt_blk
+        if self.bias is not None or mask is not None:
+            s4 = s.reshape(self.lead + s.shape[1:])  # a view that broadcasts against the masks
+            if self.bias is not None:
+                s4 += _cut(self.bias, i0, i1, j0, j1)
+            if mask is not None:
+                np.copyto(s4, -np.inf, where=~mask)
+        return s
+
+    def _mask(self, i0, i1, j0, j1):
+        """The tile's bool mask, None when it allows everything, _SKIP when it allows nothing."""
+        mask = None
+        if self.offset is not None:
+            if j0 > i1 - 1 + self.offset:
+                return _SKIP
+            if j1 - 1 > i0 + self.offset:  # the diagonal crosses the tile
+                mask = np.arange(j0, j1) <= np.arange(i0, i1)[:, None] + self.offset
+        if self.allowed is not None:
+            tile = _cut(self.allowed, i0, i1, j0, j1)
+            if not tile.any():
+                return _SKIP
+            if not tile.all():
+                mask = tile if mask is None else tile & mask
+        if mask is not None and not mask.any():
+            return _SKIP
+        return mask
+
+    def add_bias_grad(self, dbias, ds, i0, i1, j0, j1):
+        """dbias_IJ += dS_IJ, summed over the axes the bias was broadcast along."""
+        ds4 = ds.reshape(self.lead + ds.shape[1:])
+        target = _cut(dbias, i0, i1, j0, j1)
+        axes = tuple(a for a, (t, s) in enumerate(zip(target.shape, ds4.shape)) if t == 1 and s != 1)
+        target += ds4.sum(axis=axes, keepdims=True) if axes else ds4
+
+
+def _append(x: np.ndarray, column) -> np.ndarray:
+    """[x, column]: x (N, T, f) with one more feature, a constant or an (N, T, 1) array."""
+    out = np.empty(x.shape[:2] + (x.shape[2] + 1,), x.dtype)
+    out[:, :, :-1] = x
+    out[:, :, -1:] = column
+    return out
+
+
+def _cut(x: np.ndarray, i0: int, i1: int, j0: int, j1: int) -> np.ndarray:
+    """The (i0:i1, j0:j1) tile of a mask padded to lead + (Tq or 1, Tk or 1); size-1 axes stay."""
+    rows = slice(None) if x.shape[-2] == 1 else slice(i0, i1)
+    cols = slice(None) if x.shape[-1] == 1 else slice(j0, j1)
+    return x[..., rows, cols]
