@@ -1,13 +1,18 @@
-"""Check an op's analytic gradients against central finite differences, in float64."""
+"""Check an op's analytic gradients against central finite differences, in float64, and
+describe a mismatch so a learner sees what is wrong: which input (by its parameter name), how
+many elements, the arrays side by side, and a pattern when one fits (transposed, sign, ...)."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .autograd import no_grad
 from .tensor import Tensor
+
+SHOW_ARRAYS = 64  # inputs of at most this many elements get their arrays printed
 
 
 class GradcheckError(AssertionError):
@@ -36,7 +41,10 @@ def gradcheck(
     An element passes when |analytic - numeric| <= atol + rtol * |numeric|.
 
     Returns True when all match. Otherwise raises GradcheckError (or returns False when
-    `raise_exception=False`) with a report of the first element that does not match.
+    `raise_exception=False`) with a report on the first input that does not match: its first
+    wrong element with both values (the first line), how many elements are wrong, the
+    analytic, numeric and difference arrays when the input has at most 64 elements, and a
+    pattern when one fits. Inputs are named by fn's parameter names when it has them.
     """
     xs = [_as_float64(x) for x in inputs]
     outs = _outputs(fn(*xs))
@@ -53,11 +61,13 @@ def gradcheck(
         with no_grad():
             return float(sum((o.data * g).sum() for o, g in zip(_outputs(fn(*xs)), gs)))
 
+    names = input_names(fn, len(xs))
     for i, x in enumerate(xs):
         if not x.requires_grad:
             continue
         analytic = x.grad if x.grad is not None else np.zeros_like(x.data)
-        flat = x.data.reshape(-1)  # a view: perturbing it perturbs x
+        numeric = np.zeros(x.shape)
+        flat, num = x.data.reshape(-1), numeric.reshape(-1)  # views: perturbing flat perturbs x
         for j in range(flat.size):
             orig = flat[j]
             flat[j] = orig + eps
@@ -65,20 +75,85 @@ def gradcheck(
             flat[j] = orig - eps
             down = loss()
             flat[j] = orig
-            numeric = (up - down) / (2 * eps)
-            a = analytic.reshape(-1)[j]
-            if not abs(a - numeric) <= atol + rtol * abs(numeric):
-                where = np.unravel_index(j, x.shape) if x.ndim else ()
-                report = (
-                    f"gradcheck failed for input {i} (shape {x.shape}) at element "
-                    f"{tuple(int(k) for k in where)}:\n"
-                    f"    analytic {a:.8g}, numeric {numeric:.8g}, error {abs(a - numeric):.3g} "
-                    f"(allowed {atol + rtol * abs(numeric):.3g} = atol {atol:g} + rtol {rtol:g} * |numeric|)"
-                )
-                if raise_exception:
-                    raise GradcheckError(report)
-                return False
+            num[j] = (up - down) / (2 * eps)
+        bad = ~(np.abs(analytic - numeric) <= atol + rtol * np.abs(numeric))
+        if bad.any():
+            report = _report(names[i], x.shape, analytic, numeric, bad, atol, rtol)
+            if raise_exception:
+                raise GradcheckError(report)
+            return False
     return True
+
+
+def input_names(fn: Callable[..., Any], n: int) -> list[str]:
+    """'q (input 0)'-style labels from fn's positional parameter names; 'input i' without."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # builtins and some callables have no signature
+        params = []
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return [f"{positional[i]} (input {i}," if i < len(positional) else f"input {i} (" for i in range(n)]
+
+
+def _report(name: str, shape: tuple, analytic: np.ndarray, numeric: np.ndarray, bad: np.ndarray,
+            atol: float, rtol: float) -> str:
+    j = int(np.flatnonzero(bad)[0])
+    where = tuple(int(k) for k in np.unravel_index(j, shape)) if shape else ()
+    a, n = analytic.reshape(-1)[j], numeric.reshape(-1)[j]
+    sep = " " if name.endswith(",") else ""
+    lines = [
+        f"gradcheck failed for {name}{sep}shape {shape}) at element {where}:",
+        f"    analytic {a:.8g}, numeric {n:.8g}, error {abs(a - n):.3g} "
+        f"(allowed {atol + rtol * abs(n):.3g} = atol {atol:g} + rtol {rtol:g} * |numeric|)",
+        f"    {int(bad.sum())} of {bad.size} elements disagree",
+    ]
+    if analytic.size <= SHOW_ARRAYS:
+        lines.append(_side_by_side([("analytic", analytic), ("numeric", numeric),
+                                    ("difference", analytic - numeric)]))
+    pattern = describe_pattern(analytic, numeric)
+    if pattern:
+        lines.append(f"    pattern: {pattern}")
+    return "\n".join(lines)
+
+
+def describe_pattern(analytic: np.ndarray, numeric: np.ndarray) -> str:
+    """A one-line description of how a wrong gradient relates to the right one, or ''."""
+    a, n = np.asarray(analytic, dtype=np.float64), np.asarray(numeric, dtype=np.float64)
+    scale = max(float(np.abs(n).max(initial=0)), 1e-12)
+
+    def same(x: np.ndarray, y: np.ndarray) -> bool:
+        return bool(np.abs(x - y).max(initial=0) <= 1e-4 * scale + 1e-9)
+
+    if not np.all(np.isfinite(a)):
+        return "the analytic gradient has inf or nan entries"
+    if np.abs(a).max(initial=0) == 0:
+        return "the analytic gradient is all zero: is the input used, or is backward's result discarded?"
+    if a.ndim >= 2 and a.shape[-1] == a.shape[-2] and same(a, n.swapaxes(-1, -2)):
+        return "analytic is the transpose of numeric (last two axes swapped)"
+    if same(a, -n):
+        return "analytic is the negative of numeric: a sign error"
+    nn = float((n * n).sum())
+    if nn > 0:
+        c = float((a * n).sum()) / nn
+        if abs(c - 1) > 1e-3 and same(a, c * n):
+            return f"analytic = {c:.4g} * numeric: a constant factor"
+    diff = a - n
+    if a.ndim >= 1 and a.shape[-1] > 1 and same(diff, np.broadcast_to(diff[..., :1], diff.shape)):
+        return ("analytic - numeric is constant along each row (the last axis): a per-row term "
+                "is missing or extra")
+    return ""
+
+
+def _side_by_side(blocks: list[tuple[str, np.ndarray]]) -> str:
+    cols = []
+    for title, arr in blocks:
+        arr2 = arr.reshape(-1, arr.shape[-1]) if arr.ndim > 2 else np.atleast_1d(arr)
+        text = np.array2string(arr2, precision=4, suppress_small=True, max_line_width=60).splitlines()
+        width = max(len(title), *(len(t) for t in text))
+        cols.append([title.ljust(width)] + [t.ljust(width) for t in text])
+    height = max(len(c) for c in cols)
+    rows = ["   ".join(c[i] if i < len(c) else " " * len(c[0]) for c in cols) for i in range(height)]
+    return "\n".join("    " + r.rstrip() for r in rows)
 
 
 def _as_float64(x: Any) -> Tensor:

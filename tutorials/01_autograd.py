@@ -183,20 +183,23 @@ assert same
 
 # %% [markdown]
 # A random upstream gradient does notice. `gradcheck` raises `GradcheckError` with a report
-# naming the input (0 is `a`, 1 is `b`), the element, and both values:
+# naming the input (by the function's parameter name, here `a`), the first wrong element with
+# both values, how many elements disagree, the analytic, numeric and difference arrays side by
+# side (for small inputs), and a pattern when one fits:
 
 # %%
 try:
-    mg.gradcheck(lambda u, w: SquaredDiffForgetsG.apply(u, w), [a0, b0])
+    mg.gradcheck(lambda a, b: SquaredDiffForgetsG.apply(a, b), [a0, b0])
     raise AssertionError("gradcheck should have failed")
 except mg.GradcheckError as err:
     report_forgets_g = str(err)
 print(report_forgets_g)
-assert "input 0 (shape (2, 3)) at element (0, 0)" in report_forgets_g
+assert "a (input 0, shape (2, 3)) at element (0, 0)" in report_forgets_g
 
 
 # %% [markdown]
-# A bug in the second input only (a lost minus sign in `db`) is reported against input 1:
+# A bug in the second input only (a lost minus sign in `db`) is reported against `b`, with
+# the pattern it shows:
 
 
 # %%
@@ -208,12 +211,12 @@ class SquaredDiffWrongSign(SquaredDiff):
 
 
 try:
-    mg.gradcheck(lambda u, w: SquaredDiffWrongSign.apply(u, w), [a0, b0])
+    mg.gradcheck(lambda a, b: SquaredDiffWrongSign.apply(a, b), [a0, b0])
     raise AssertionError("gradcheck should have failed")
 except mg.GradcheckError as err:
     report_wrong_sign = str(err)
 print(report_wrong_sign)
-assert "input 1 (shape (3,)) at element (0,)" in report_wrong_sign
+assert "b (input 1, shape (3,)) at element (0,)" in report_wrong_sign
 
 # %% [markdown]
 # ## 5. `trace_backward`: the backward pass step by step

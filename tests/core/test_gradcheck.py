@@ -119,3 +119,69 @@ def test_checks_every_output_of_a_tuple():
 def test_an_output_that_does_not_depend_on_the_inputs_is_an_error():
     with pytest.raises(GradcheckError, match="does not depend on any checked input"):
         mg.gradcheck(lambda t: mg.tensor([1.0]), [np.array([1.0])])
+
+
+# ----------------------------------------------------------------------------- reports for learners
+
+
+class AttentionDkTransposed(Function):
+    """softmax(q k^T / sqrt(d)) v with dk returned transposed (broken on purpose; square case)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v):
+        s = q @ k.T / np.sqrt(q.shape[-1])
+        a = np.exp(s - s.max(-1, keepdims=True))
+        a /= a.sum(-1, keepdims=True)
+        ctx.save_for_backward(q, k, v, a)
+        return a @ v
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v, a = ctx.saved
+        da = g @ v.T
+        ds = a * (da - (da * a).sum(-1, keepdims=True)) / np.sqrt(q.shape[-1])
+        return ds @ k, (ds.T @ q).T, a.T @ g
+
+
+def test_report_names_inputs_by_parameter_and_shows_the_arrays():
+    def attention(q, k, v):
+        return AttentionDkTransposed.apply(q, k, v)
+
+    rng = np.random.default_rng(0)
+    with pytest.raises(GradcheckError) as info:
+        mg.gradcheck(attention, [rng.normal(size=(3, 3)) for _ in range(3)])
+    lines = str(info.value).splitlines()
+    assert lines[0].startswith("gradcheck failed for k (input 1, shape (3, 3)) at element (0, 1):")
+    assert lines[1].lstrip().startswith("analytic")
+    assert lines[2] == "    6 of 9 elements disagree"  # the diagonal of a transpose is right
+    assert lines[3].split() == ["analytic", "numeric", "difference"]
+    assert lines[-1] == "    pattern: analytic is the transpose of numeric (last two axes swapped)"
+
+
+def test_inputs_without_parameter_names_are_numbered():
+    # Function.apply takes *inputs: no names, so the report keeps "input i".
+    with pytest.raises(GradcheckError, match=r"^gradcheck failed for input 0 \(shape"):
+        mg.gradcheck(MulIgnoresG.apply, [np.ones((2, 2)), np.ones((2, 2))])
+
+
+def test_large_inputs_give_the_count_but_no_arrays():
+    x = np.linspace(-1, 1, 65)
+    with pytest.raises(GradcheckError) as info:
+        mg.gradcheck(lambda t: MulIgnoresG.apply(t, t), [x])
+    report = str(info.value)
+    assert "elements disagree" in report and "difference" not in report
+
+
+@pytest.mark.parametrize("analytic, numeric, pattern", [
+    pytest.param([[1.0, 2.0], [3.0, 4.0]], [[1.0, 3.0], [2.0, 4.0]], "transpose", id="transposed"),
+    pytest.param([1.0, -2.0, 3.0], [-1.0, 2.0, -3.0], "sign error", id="sign"),
+    pytest.param([2.0, -4.0, 6.0], [1.0, -2.0, 3.0], "2 * numeric", id="factor"),
+    pytest.param([[1.5, 2.5], [2.0, 3.0]], [[1.0, 2.0], [3.0, 4.0]], "each row", id="per-row"),
+    pytest.param([0.0, 0.0], [1.0, 2.0], "all zero", id="zero"),
+    pytest.param([1.0, 5.0, 2.0], [3.0, 1.0, 4.0], "", id="none"),
+])
+def test_the_pattern_hint(analytic, numeric, pattern):
+    from minigrad.gradcheck import describe_pattern
+
+    found = describe_pattern(np.array(analytic), np.array(numeric))
+    assert (pattern in found) if pattern else found == ""

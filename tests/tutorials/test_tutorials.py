@@ -59,8 +59,10 @@ def _lines(runs, name, pattern):
 
 def test_01_gradcheck_names_the_broken_input_and_element(runs):
     name = "01_autograd.py"
-    assert _lines(runs, name, r"^gradcheck failed for input 0 \(shape \(2, 3\)\) at element \(0, 0\)")
-    assert _lines(runs, name, r"^gradcheck failed for input 1 \(shape \(3,\)\) at element \(0,\)")
+    assert _lines(runs, name, r"^gradcheck failed for a \(input 0, shape \(2, 3\)\) at element \(0, 0\)")
+    assert _lines(runs, name, r"^gradcheck failed for b \(input 1, shape \(3,\)\) at element \(0,\)")
+    assert _lines(runs, name, r"^    3 of 3 elements disagree$")
+    assert _lines(runs, name, r"^    pattern: analytic is the negative of numeric: a sign error$")
     assert _lines(runs, name, r"summed over axes \(0,\) of \(2, 3\)\s+\[5, 7, 9\]")
 
 
