@@ -1,0 +1,181 @@
+"""Every minigrad.nn module exported with to_torch computes what minigrad computes: outputs
+and every parameter gradient, in float64 (to 1e-10) and float32 (to 1e-5), at the example's
+batch size and at another one."""
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]'")
+
+import numpy as np  # noqa: E402
+
+import minigrad as mg  # noqa: E402
+import minigrad.nn as nn  # noqa: E402
+from minigrad.export import to_torch  # noqa: E402
+
+
+def x3(r, B, T=4, C=8):
+    return (r.standard_normal((B, T, C)),)
+
+
+def pad_mask(r, B, T=4):
+    """(B, 1, 1, T) bool, True at real tokens: row b hides its last b % T keys."""
+    keep = np.ones((B, 1, 1, T), dtype=bool)
+    for b in range(B):
+        keep[b, ..., T - b % T:] = False
+    return keep
+
+
+def causal(model, x):
+    return model(x, x, x, is_causal=True)
+
+
+def self_attention(model, x, mask):
+    return model(x, x, x, mask=mask)
+
+
+def float_mask(model, x):
+    bias = mg.tensor(np.triu(np.full((4, 4), -1e9), 1) + 0.5 * np.eye(4), dtype=x.dtype)
+    return model(x, x, x, mask=bias)
+
+
+def decoder_layer(model, tgt, memory, keep):
+    return model(tgt, memory, tgt_mask=nn.causal_mask(tgt.shape[1]), memory_mask=keep)
+
+
+def encoder_stack(model, x, keep):
+    return model(x, mask=keep)
+
+
+def encoder_layer(model, x, keep):
+    return model(x, src_mask=keep)
+
+
+def positional_offset(model, x):
+    return model(x, offset=2)
+
+
+def attention_pair(model, q, k, v, keep):
+    return model(q, k, v, mask=keep)
+
+
+def rnn_no_state(model, x):
+    return model(x)
+
+
+# (module factory, function of (module, *inputs) or None for the module itself, input maker)
+MODULES = [
+    pytest.param(lambda: nn.Linear(8, 5), None, x3, id="Linear"),
+    pytest.param(lambda: nn.Linear(8, 5, bias=False), None, x3, id="Linear-nobias"),
+    pytest.param(lambda: nn.Embedding(10, 6, padding_idx=0), None,
+                 lambda r, B: (r.integers(0, 10, (B, 5)),), id="Embedding"),
+    pytest.param(lambda: nn.LayerNorm(8), None, x3, id="LayerNorm"),
+    pytest.param(lambda: nn.LayerNorm((4, 8), bias=False), None, x3, id="LayerNorm-2d-nobias"),
+    pytest.param(lambda: nn.Dropout(0.0), None, x3, id="Dropout"),
+    pytest.param(lambda: nn.ReLU(), None, x3, id="ReLU"),
+    pytest.param(lambda: nn.GELU(), None, x3, id="GELU"),
+    pytest.param(lambda: nn.GELU(approximate="tanh"), None, x3, id="GELU-tanh"),
+    pytest.param(lambda: nn.Tanh(), None, x3, id="Tanh"),
+    pytest.param(lambda: nn.Sigmoid(), None, x3, id="Sigmoid"),
+    pytest.param(lambda: nn.Softmax(dim=1), None, x3, id="Softmax"),
+    pytest.param(lambda: nn.Identity(), None, x3, id="Identity"),
+    pytest.param(lambda: nn.Sequential(nn.Linear(8, 6), nn.ReLU(), nn.Linear(6, 3)), None, x3,
+                 id="Sequential"),
+    pytest.param(lambda: nn.MultiheadAttention(8, 2), self_attention,
+                 lambda r, B: x3(r, B) + (pad_mask(r, B),), id="MultiheadAttention-padding"),
+    pytest.param(lambda: nn.MultiheadAttention(8, 2, fused=False), causal, x3,
+                 id="MultiheadAttention-causal-ref"),
+    pytest.param(lambda: nn.MultiheadAttention(8, 2, bias=False), float_mask, x3,
+                 id="MultiheadAttention-float-mask"),
+    pytest.param(lambda: nn.MultiheadAttention(8, 2, kdim=6, vdim=5), None,
+                 lambda r, B: (r.standard_normal((B, 4, 8)), r.standard_normal((B, 3, 6)),
+                               r.standard_normal((B, 3, 5))), id="MultiheadAttention-kdim"),
+    pytest.param(lambda: nn.AdditiveAttention(8, 6, 5), attention_pair,
+                 lambda r, B: (r.standard_normal((B, 2, 8)), r.standard_normal((B, 4, 6)),
+                               r.standard_normal((B, 4, 3)), pad_mask(r, B)), id="AdditiveAttention"),
+    pytest.param(lambda: nn.BilinearAttention(8, 6), None,
+                 lambda r, B: (r.standard_normal((B, 2, 8)), r.standard_normal((B, 4, 6)),
+                               r.standard_normal((B, 4, 3))), id="BilinearAttention"),
+    pytest.param(lambda: nn.SinusoidalPositionalEncoding(8, max_len=10), positional_offset, x3,
+                 id="SinusoidalPositionalEncoding"),
+    pytest.param(lambda: nn.LearnedPositionalEmbedding(10, 8), positional_offset, x3,
+                 id="LearnedPositionalEmbedding"),
+    pytest.param(lambda: nn.RNNCell(5, 4, nonlinearity="relu"), None,
+                 lambda r, B: (r.standard_normal((B, 5)), r.standard_normal((B, 4))), id="RNNCell"),
+    pytest.param(lambda: nn.GRUCell(5, 4), None,
+                 lambda r, B: (r.standard_normal((B, 5)), r.standard_normal((B, 4))), id="GRUCell"),
+    pytest.param(lambda: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), encoder_layer,
+                 lambda r, B: x3(r, B) + (pad_mask(r, B),), id="TransformerEncoderLayer"),
+    pytest.param(lambda: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation="gelu",
+                                                    norm_first=True), None, x3,
+                 id="TransformerEncoderLayer-prenorm"),
+    pytest.param(lambda: nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0), decoder_layer,
+                 lambda r, B: x3(r, B) + (r.standard_normal((B, 5, 8)), pad_mask(r, B, 5)),
+                 id="TransformerDecoderLayer"),
+    pytest.param(lambda: nn.TransformerEncoder(
+                     nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, norm_first=True), 2,
+                     norm=nn.LayerNorm(8)),
+                 encoder_stack,
+                 lambda r, B: x3(r, B) + (pad_mask(r, B),), id="TransformerEncoder"),
+    pytest.param(lambda: nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0), 2),
+                 decoder_layer, lambda r, B: x3(r, B) + (r.standard_normal((B, 5, 8)), pad_mask(r, B, 5)),
+                 id="TransformerDecoder"),
+]
+
+
+def _cast(arrays, dtype):
+    return [a.astype(dtype) if a.dtype.kind == "f" else a for a in arrays]
+
+
+def run_both(module, exported, fn, arrays, seed):
+    """Outputs and gradients (parameters and float inputs) of minigrad and of the export."""
+    module.zero_grad()
+    exported.zero_grad()
+    mins = [mg.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+    tins = [torch.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+    out = module(*mins) if fn is None else fn(module, *mins)
+    outs = out if isinstance(out, tuple) else (out,)
+    tout = exported(*tins)
+    touts = tout if isinstance(tout, tuple) else (tout,)
+    rng = np.random.default_rng(seed)
+    gs = [rng.standard_normal(o.shape).astype(o.dtype) for o in outs]
+    sum((o * mg.tensor(g)).sum() for o, g in zip(outs, gs)).backward()
+    sum((o * torch.from_numpy(g)).sum() for o, g in zip(touts, gs)).backward()
+    pairs = [(o.data, t.detach().numpy()) for o, t in zip(outs, touts)]
+    tparams = dict(exported.named_parameters())
+    pairs += [(p.grad, tparams[n].grad.numpy()) for n, p in module.named_parameters()]
+    pairs += [(m.grad, t.grad.numpy()) for m, t in zip(mins, tins) if m.requires_grad]
+    return pairs
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-10), (np.float32, 1e-5)], ids=["float64", "float32"])
+@pytest.mark.parametrize("make, fn, inputs", MODULES)
+def test_module_outputs_and_gradients_equal_minigrad(make, fn, inputs, dtype, tol):
+    mg.manual_seed(0)
+    module = make().to(dtype)
+    rng = np.random.default_rng(0)
+    exported = to_torch(module, *_cast(inputs(rng, 2), dtype), method=fn or "forward")
+    assert list(exported.state_dict()) == list(module.state_dict())
+    for B in (2, 3):
+        for mine, theirs in run_both(module, exported, fn, _cast(inputs(rng, B), dtype), seed=B):
+            assert mine.shape == theirs.shape
+            np.testing.assert_allclose(theirs, mine, rtol=tol, atol=tol)
+
+
+def test_every_nn_module_is_in_the_table():
+    """A new layer in minigrad.nn must be added to MODULES (ModuleList has no forward)."""
+    tested = {p.id.split("-")[0] for p in MODULES}
+    layers = {name for name in dir(nn) if isinstance(getattr(nn, name), type)
+              and issubclass(getattr(nn, name), nn.Module) and name not in ("Module", "ModuleList")}
+    assert layers - tested == set()
+
+
+def test_dropout_trains_in_torch():
+    """Dropout in train(): zeros with about probability p, the rest scaled by 1 / (1 - p)."""
+    exported = to_torch(nn.Dropout(0.25), np.ones((2, 1000), dtype=np.float32))
+    with torch.no_grad():
+        y = exported(torch.ones(4, 1000))
+        kept = y != 0
+        assert 0.7 < kept.float().mean().item() < 0.8
+        assert torch.allclose(y[kept], torch.tensor(1 / 0.75))
+        exported.eval()
+        assert torch.equal(exported(torch.ones(4, 1000)), torch.ones(4, 1000))
