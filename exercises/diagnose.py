@@ -43,9 +43,10 @@ HINTS: dict[str, str] = {
         "dK = dS^T Q is (Tk, Tq)(Tq, d)) and check which side each transpose goes on."
     ),
     "swapped_grads": (
-        "Your gradients for q and k are each other's: the gradient you return first belongs to "
-        "k and the second to q. backward returns one gradient per forward input, in the order of "
-        "forward's arguments. Look at the line S = Q K^T: dQ uses K, dK uses Q."
+        "Two of your gradients are in each other's place (or each uses the wrong factor). For a "
+        "product every input's gradient uses the other factors: d(a * b)/da = b, and for "
+        "S = Q K^T, dQ uses K and dK uses Q. backward returns one gradient per forward input, "
+        "in the order of forward's arguments."
     ),
     "missing_scale": (
         "Your result is off by exactly sqrt(d_k): the 1/sqrt(d_k) scale of the scores is left "

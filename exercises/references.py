@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from minigrad.nn.fused_attention import Attention
+from minigrad.ops.elementwise import Div, Mul
 from minigrad.ops.reduce import Softmax
 from minigrad.tensor import Tensor
 
@@ -24,3 +25,11 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: np.ndarray | Tensor | None 
     allowed = None if mask is None else np.asarray(getattr(mask, "data", mask), dtype=bool)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     return Attention.apply(q, k, v, allowed=allowed, scale=scale)
+
+
+def mul(a: Tensor, b: Tensor) -> Tensor:
+    return Mul.apply(a, b)
+
+
+def div(a: Tensor, b: Tensor) -> Tensor:
+    return Div.apply(a, b)

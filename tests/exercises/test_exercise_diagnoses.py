@@ -53,18 +53,35 @@ WRONG = [
      f"a = ({SCALED}).softmax(dim=-1)\nif mask is not None:\n    a = a.masked_fill(~mask, 0.0)\n"
      "return a @ v"),
 ]
+SUM_TO_SHAPE = """lead = len(grad.shape) - len(shape)
+grad = grad.sum(axis=tuple(range(lead))) if lead else grad
+axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+return grad.sum(axis=axes, keepdims=True) if axes else grad"""
+MUL = "return sum_to_shape(g * b, a.shape), sum_to_shape(g * a, b.shape)"
+DIV = "return sum_to_shape(g / b, a.shape), sum_to_shape(-g * a / b**2, b.shape)"
+WRONG += [
+    ("mul_broadcast", "not_unbroadcast", [SUM_TO_SHAPE, "return g * b, g * a", DIV]),
+    ("mul_broadcast", "not_unbroadcast", [SUM_TO_SHAPE.replace("keepdims=True", "keepdims=False"), MUL, DIV]),
+    ("mul_broadcast", "swapped_grads",
+     [SUM_TO_SHAPE, "return sum_to_shape(g * a, a.shape), sum_to_shape(g * b, b.shape)", DIV]),
+    ("mul_broadcast", "sign_error", [SUM_TO_SHAPE, MUL, DIV.replace("-g", "g")]),
+    ("mul_broadcast", "ignores_upstream_grad", [SUM_TO_SHAPE, MUL.replace("g * ", "0 * g + "), DIV]),
+]
 # Codes for tasks not written yet (see catalogue.ORDER): their wrong files come with the task.
-LATER = {"not_unbroadcast": "mul_broadcast", "layer_norm_missing_term": "layer_norm_backward",
-         "heads_merged_wrong": "multi_head"}
+LATER = {"layer_norm_missing_term": "layer_norm_backward", "heads_merged_wrong": "multi_head"}
 
 
-def student_file(tmp_path: Path, task: str, body: str) -> str:
-    stub = TASKS[task].stub()
-    line = next(x for x in stub.splitlines() if x.strip() == "raise NotImplementedError")
-    indent = line[: len(line) - len(line.lstrip())]
-    code = "\n".join(indent + x if x else x for x in body.strip("\n").splitlines())
+def student_file(tmp_path: Path, task: str, body: str | list[str]) -> str:
+    """The task's stub with its i-th `raise NotImplementedError` replaced by body[i] (a single
+    string fills the last one: the stubs of one function keep the forward given)."""
+    lines = TASKS[task].stub().splitlines()
+    sites = [i for i, x in enumerate(lines) if x.strip() == "raise NotImplementedError"]
+    bodies = body if isinstance(body, list) else [body]
+    for i, text in zip(sites[len(sites) - len(bodies):], bodies):
+        indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+        lines[i] = "\n".join(indent + x if x else x for x in text.strip("\n").splitlines())
     path = tmp_path / f"{task}.py"
-    path.write_text(stub.replace(line, code))
+    path.write_text("\n".join(lines) + "\n")
     return str(path)
 
 
