@@ -16,7 +16,9 @@ ORDER = [
     "layer_norm_backward", "linear_layer", "attention_forward", "attention_backward", "multi_head",
     "positional_encoding", "additive_attention", "encoder_layer",
 ]
-WRITTEN = ["mul_broadcast", "softmax_backward", "attention_forward", "attention_backward"]
+WRITTEN = [
+    "mul_broadcast", "softmax_backward", "layer_norm_backward", "attention_forward", "attention_backward",
+]
 
 
 @dataclass(frozen=True)

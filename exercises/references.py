@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from minigrad.nn.fused_attention import Attention
+from minigrad.nn.kernels import LayerNorm
 from minigrad.ops.elementwise import Div, Mul
 from minigrad.ops.reduce import Softmax
 from minigrad.tensor import Tensor
@@ -33,3 +34,8 @@ def mul(a: Tensor, b: Tensor) -> Tensor:
 
 def div(a: Tensor, b: Tensor) -> Tensor:
     return Div.apply(a, b)
+
+
+def layer_norm(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
+    """Layer norm over the last axis, eps 1e-5 (minigrad.nn.kernels.LayerNorm)."""
+    return LayerNorm.apply(x, w, b, ndim=1, eps=1e-5)

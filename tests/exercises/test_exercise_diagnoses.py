@@ -67,8 +67,22 @@ WRONG += [
     ("mul_broadcast", "sign_error", [SUM_TO_SHAPE, MUL, DIV.replace("-g", "g")]),
     ("mul_broadcast", "ignores_upstream_grad", [SUM_TO_SHAPE, MUL.replace("g * ", "0 * g + "), DIV]),
 ]
+LAYER_NORM = """lead = tuple(range(g.ndim - 1))
+gx = g * w
+dx = (gx - gx.mean(axis=-1, keepdims=True) - x_hat * (gx * x_hat).mean(axis=-1, keepdims=True)) / sigma
+return dx, (g * x_hat).sum(axis=lead), g.sum(axis=lead)"""
+WRONG += [
+    ("layer_norm_backward", "layer_norm_missing_term",
+     LAYER_NORM.replace("gx - gx.mean(axis=-1, keepdims=True) - ", "gx - ")),
+    ("layer_norm_backward", "layer_norm_missing_term",
+     LAYER_NORM.replace(" - x_hat * (gx * x_hat).mean(axis=-1, keepdims=True)", "")),
+    ("layer_norm_backward", "not_unbroadcast",
+     LAYER_NORM.replace("(g * x_hat).sum(axis=lead), g.sum(axis=lead)", "g * x_hat, g")),
+    ("layer_norm_backward", "sign_error", LAYER_NORM.replace("return dx,", "return -dx,")),
+    ("layer_norm_backward", "ignores_upstream_grad", LAYER_NORM.replace("gx = g * w", "gx = w + 0 * g")),
+]
 # Codes for tasks not written yet (see catalogue.ORDER): their wrong files come with the task.
-LATER = {"layer_norm_missing_term": "layer_norm_backward", "heads_merged_wrong": "multi_head"}
+LATER = {"heads_merged_wrong": "multi_head"}
 
 
 def student_file(tmp_path: Path, task: str, body: str | list[str]) -> str:

@@ -1,0 +1,65 @@
+"""Exercise 6 · layer_norm_backward: dx (three terms), dw and db of layer norm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from minigrad.tensor import Tensor
+
+from . import references
+from .catalogue import Task
+from .diagnose import Mistake
+from .grader import Check, Fail
+from .gradients import Case, gradient_checks, random_shapes
+
+
+def _parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mu = x.mean(axis=-1, keepdims=True)
+    sigma = np.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+    return (x - mu) / sigma, sigma
+
+
+def mistakes(case: Case, g: np.ndarray, ref: dict) -> list[Mistake]:
+    """dx without one of its two mean terms (the path through mu, or through sigma)."""
+    x_hat, sigma = _parts(case.inputs["x"])
+    gx = g * case.inputs["w"]
+    mean_gx = gx.mean(axis=-1, keepdims=True)
+    mean_gxx = (gx * x_hat).mean(axis=-1, keepdims=True)
+    return [Mistake("layer_norm_missing_term", {"x": (gx - x_hat * mean_gxx) / sigma}, "no mean(gx) term"),
+            Mistake("layer_norm_missing_term", {"x": (gx - mean_gx) / sigma},
+                    "no x_hat * mean(gx * x_hat) term")]
+
+
+def cases() -> list[Case]:
+    rng = np.random.default_rng(6)
+    return [Case({"x": rng.normal(0, 2, s), "w": rng.normal(1, 0.5, s[-1:]), "b": rng.normal(0, 1, s[-1:])})
+            for s in random_shapes(6, seed=6) if s[-1] > 1]
+
+
+def checks(sub: Any) -> list[Check]:
+    def student(x, w, b):
+        return sub.LayerNorm.apply(x, w, b)
+
+    rng = np.random.default_rng(2)
+    worked = Case({"x": rng.normal(0, 2, (3, 4)), "w": rng.normal(1, 0.5, (4,)), "b": rng.normal(0, 1, (4,))},
+                  label="x (3, 4), w (4,), b (4,)")
+
+    def forward() -> str:
+        for case in [worked, *cases()]:
+            t = [Tensor(v) for v in case.inputs.values()]
+            if not np.allclose(student(*t).data, references.layer_norm(*t).data, rtol=1e-8, atol=1e-10):
+                raise Fail(f"on {case.describe()} the forward differs from the reference (it is given)")
+        x = Tensor(np.full((2, 3), 7.0))
+        y = student(x, Tensor(np.ones(3)), Tensor(np.zeros(3))).data
+        if not np.all(np.isfinite(y)):
+            raise Fail("a constant row gives inf or nan")
+        return "fixed cases and a constant row"
+
+    return [("forward matches the reference", forward),
+            *gradient_checks(student, references.layer_norm, worked, cases(), sub.LayerNorm, mistakes,
+                             must_reduce=True)]
+
+
+TASK = Task("layer_norm_backward", "the three-term backward of layer norm", ("LayerNorm",), checks)
