@@ -8,7 +8,7 @@ base classes of tensor_math.py and tensor_shape.py. Each hands the math to an op
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -116,6 +116,13 @@ class Tensor(MathMethods, ShapeMethods):
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        # Without this, Python iterates through __getitem__ until an IndexError, which a
+        # 0-d tensor raises at once: list(tensor(3.0)) would be [] instead of an error.
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
 
     def __repr__(self) -> str:
         body = np.array2string(self.data, separator=", ", prefix="tensor(", precision=4)

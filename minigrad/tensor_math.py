@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from .ops.elementwise import Abs, Clip, Exp, Log, MaskedFill, Maximum, Minimum, ReLU, Sigmoid, Sqrt, Tanh
-from .ops.reduce import LogSoftmax, LogSumExp, Max, Mean, Min, Softmax, Sum, Var
+from .ops.reduce import LogSoftmax, LogSumExp, Max, Mean, Min, Softmax, Std, Sum, Var
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -61,8 +61,11 @@ class MathMethods:
     def minimum(self, other: Any) -> Tensor:
         return self._binary(Minimum, self, self._other(other))
 
-    def masked_fill(self, mask: Any, value: float) -> Tensor:
-        """Put `value` where `mask` is True (mask broadcasts to self's shape)."""
+    def masked_fill(self, mask: Any, value: float | Tensor) -> Tensor:
+        """Put `value` where `mask` is True (mask broadcasts to self's shape).
+
+        `value` is a number, or a 0-d tensor that then gets the gradients of the places it
+        filled, summed (as in PyTorch)."""
         m = mask if isinstance(mask, MathMethods) else self._make(np.asarray(mask), None)
         if m.dtype != np.bool_:
             raise TypeError(f"masked_fill: the mask must be boolean, not {m.dtype}")
@@ -72,6 +75,10 @@ class MathMethods:
             fits = False
         if not fits:
             raise ValueError(f"masked_fill: mask of shape {m.shape} does not broadcast to {self.shape}")
+        if isinstance(value, MathMethods):  # a Tensor: a graph input, so that it gets a gradient
+            if value.ndim != 0:
+                raise ValueError(f"masked_fill: a tensor value must be 0-d, not of shape {value.shape}")
+            return MaskedFill.apply(self, m, value)
         return MaskedFill.apply(self, m, value=value)
 
     # ------------------------------------------------------------------ reductions
@@ -97,7 +104,8 @@ class MathMethods:
         return Var.apply(self, dim=dim, keepdim=keepdim, correction=correction)
 
     def std(self, dim: Dim = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-        return self.var(dim, keepdim, correction).sqrt()
+        """Standard deviation over dim; a constant slice gets gradient 0, as in PyTorch."""
+        return Std.apply(self, dim=dim, keepdim=keepdim, correction=correction)
 
     def logsumexp(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
         return LogSumExp.apply(self, dim=dim, keepdim=keepdim)

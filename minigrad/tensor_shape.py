@@ -97,7 +97,19 @@ class ShapeMethods:
         return self.split(max(-(-n // chunks), 1), dim)
 
     def __getitem__(self, index: Any) -> Tensor:
-        return GetItem.apply(self, index=_to_index(index))
+        """Basic and advanced indexing, with PyTorch's rule where it differs from numpy's.
+
+        An integer next to an index array (`t[0, :, [0, 1, 2]]`) selects first, as a basic
+        index, and the arrays then index what is left. numpy instead broadcasts the integer
+        with the arrays and, when a slice separates them, moves the result's axes to the
+        front: on square sizes that is the transpose of PyTorch's answer, with no error.
+        """
+        index = _to_index(index)
+        if type(index) is tuple:
+            steps = _ints_first(index)
+            if steps is not None:
+                return GetItem.apply(GetItem.apply(self, index=steps[0]), index=steps[1])
+        return GetItem.apply(self, index=index)
 
 
 def _axis(dim: int, ndim: int, op: str) -> int:
@@ -105,6 +117,37 @@ def _axis(dim: int, ndim: int, op: str) -> int:
     if ndim == 0:
         raise IndexError(f"{op}: a 0-d tensor has no dim {dim}")
     return normalize_dims(dim, ndim, op)[0]
+
+
+def _is_int(part: Any) -> bool:
+    """An integer index (a 0-d integer array counts, as in PyTorch; a bool does not)."""
+    if isinstance(part, np.ndarray):
+        return part.ndim == 0 and part.dtype.kind in "iu"
+    return isinstance(part, (int, np.integer)) and not isinstance(part, (bool, np.bool_))
+
+
+def _ints_first(index: tuple) -> tuple[tuple, tuple] | None:
+    """Split an index that mixes integers and index arrays into two steps: the integers
+    (with the slices, None and Ellipsis), then the arrays on what is left. None when it
+    mixes nothing, and numpy's one step already agrees with PyTorch."""
+    arrays = [isinstance(p, np.ndarray) and p.ndim > 0 for p in index]
+    ints = [_is_int(p) for p in index]
+    if not (any(arrays) and any(ints)):
+        return None
+    first, then = [], []
+    for part, is_array, is_int in zip(index, arrays, ints):
+        if is_array:  # kept for the second step; a boolean mask covers one axis per dimension
+            first.extend([slice(None)] * (part.ndim if part.dtype.kind == "b" else 1))
+            then.append(part)
+        elif is_int:  # applied (and its axis gone) in the first step
+            first.append(part)
+        elif part is Ellipsis:
+            first.append(part)
+            then.append(part)
+        else:  # a slice or None: applied in the first step, a whole axis in the second
+            first.append(part)
+            then.append(slice(None))
+    return tuple(first), tuple(then)
 
 
 def _to_index(index: Any) -> Any:

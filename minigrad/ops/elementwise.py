@@ -13,11 +13,36 @@ from ..autograd import Function
 # ----------------------------------------------------------------------------- arithmetic
 
 
+def promote(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's type promotion where numpy's differs: an integer or boolean array meeting a
+    floating one takes the floating dtype (numpy turns int64 with float32 into float64; so
+    `int_tensor + 0.5` is float32, as in PyTorch). Other pairs promote as in numpy."""
+    da, db = a.dtype, b.dtype
+    if da is db:  # the common case, one identity test
+        return a, b
+    fa, fb = da.kind in "fc", db.kind in "fc"
+    if fa and not fb and db.kind in "iub":
+        return a, b.astype(da)
+    if fb and not fa and da.kind in "iub":
+        return a.astype(db), b
+    return a, b
+
+
+def true_div_operands(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`promote`, and two integer arrays become float32, the default float dtype: in
+    PyTorch an integer divided by an integer is float32 (numpy: float64)."""
+    a, b = promote(a, b)
+    if a.dtype.kind in "iub" and b.dtype.kind in "iub":
+        return a.astype(np.float32), b.astype(np.float32)
+    return a, b
+
+
 class Add(Function):
     """z = a + b        da = g,  db = g"""
 
     @staticmethod
     def forward(ctx, a, b):
+        a, b = promote(a, b)
         return a + b
 
     @staticmethod
@@ -30,6 +55,7 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b):
+        a, b = promote(a, b)
         return a - b
 
     @staticmethod
@@ -42,6 +68,7 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
+        a, b = promote(a, b)
         ctx.save_for_backward(a, b)
         return a * b
 
@@ -57,6 +84,7 @@ class Div(Function):
 
     @staticmethod
     def forward(ctx, a, b):
+        a, b = true_div_operands(a, b)
         z = a / b
         ctx.save_for_backward(b, z)
         return z
@@ -103,6 +131,7 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx, a, b):
+        a, b = promote(a, b)
         z = power(a, b)
         ctx.save_for_backward(a, b, z)
         return z
@@ -243,6 +272,7 @@ class Maximum(Function):
 
     @staticmethod
     def forward(ctx, a, b):
+        a, b = promote(a, b)
         ctx.save_for_backward(a, b)
         return np.maximum(a, b)
 
@@ -257,6 +287,7 @@ class Minimum(Function):
 
     @staticmethod
     def forward(ctx, a, b):
+        a, b = promote(a, b)
         ctx.save_for_backward(a, b)
         return np.minimum(a, b)
 
@@ -301,7 +332,7 @@ class Where(Function):
     def forward(ctx, cond, a, b):
         cond = cond.astype(bool, copy=False)
         ctx.save_for_backward(cond)
-        return np.where(cond, a, b)
+        return np.where(cond, *promote(a, b))
 
     @staticmethod
     def backward(ctx, g):
@@ -313,15 +344,24 @@ class Where(Function):
 
 
 class MaskedFill(Function):
-    """z = where(mask, value, x)     dx = g * ~mask   (the filled places get no gradient)"""
+    """z = where(mask, v, x)     dx = g * ~mask,   dv = sum of g over the filled places
+
+    v is a number (the keyword `value`, no gradient) or a 0-d array input (`fill`).
+    """
 
     @staticmethod
-    def forward(ctx, x, mask, *, value):
+    def forward(ctx, x, mask, fill=None, *, value=None):
         mask = mask.astype(bool, copy=False)
         ctx.save_for_backward(mask)
-        return np.where(mask, np.asarray(value, dtype=x.dtype), x)
+        v = value if fill is None else fill
+        return np.where(mask, np.asarray(v, dtype=x.dtype), x)
 
     @staticmethod
     def backward(ctx, g):
         (mask,) = ctx.saved
-        return np.where(mask, np.zeros((), dtype=g.dtype), g), None
+        needs = ctx.needs_input_grad
+        zero = np.zeros((), dtype=g.dtype)
+        dx = np.where(mask, zero, g) if needs[0] else None
+        if len(needs) == 2:
+            return dx, None
+        return dx, None, (np.where(mask, g, zero).sum() if needs[2] else None)

@@ -1,6 +1,6 @@
-"""Reductions (sum, mean, max, min, var, logsumexp) and the fused softmax / log-softmax.
+"""Reductions (sum, mean, max, min, var, std, logsumexp) and the fused softmax / log-softmax.
 
-`dim` is None (all axes), an int or a tuple of ints, negative counting from the end;
+`dim` is None or () (all axes), an int or a tuple of ints, negative counting from the end;
 `keepdim` keeps reduced axes with size 1, as in PyTorch.
 """
 
@@ -15,7 +15,12 @@ def normalize_dims(dim, ndim: int, op: str) -> tuple[int, ...]:
     """`dim` (None, int or tuple) as a sorted tuple of non-negative axes, checked."""
     if dim is None:
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if isinstance(dim, (int, np.integer)):
+        dims = (dim,)
+    elif isinstance(dim, (tuple, list)) and all(isinstance(d, (int, np.integer)) for d in dim):
+        dims = tuple(dim)
+    else:
+        raise TypeError(f"{op}: dim must be an int or a tuple of ints, not {dim!r}")
     out = []
     for d in dims:
         if not -max(ndim, 1) <= d < max(ndim, 1):
@@ -24,6 +29,14 @@ def normalize_dims(dim, ndim: int, op: str) -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise ValueError(f"{op}: dim {dim} repeats an axis")
     return tuple(sorted(out)) if ndim else ()
+
+
+def reduce_dims(dim, ndim: int, op: str) -> tuple[int, ...]:
+    """The axes a reduction sums over: as normalize_dims, except that an empty `dim`
+    (`()` or `[]`) means every axis, as in PyTorch, not none of them."""
+    if type(dim) in (tuple, list) and not dim:
+        dim = None
+    return normalize_dims(dim, ndim, op)
 
 
 def _keep(g: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> np.ndarray:
@@ -36,7 +49,7 @@ class Sum(Function):
 
     @staticmethod
     def forward(ctx, x, *, dim=None, keepdim=False):
-        ctx.axes, ctx.keepdim, ctx.shape = normalize_dims(dim, x.ndim, "sum"), keepdim, x.shape
+        ctx.axes, ctx.keepdim, ctx.shape = reduce_dims(dim, x.ndim, "sum"), keepdim, x.shape
         return x.sum(axis=ctx.axes, keepdims=keepdim)
 
     @staticmethod
@@ -49,7 +62,7 @@ class Mean(Function):
 
     @staticmethod
     def forward(ctx, x, *, dim=None, keepdim=False):
-        ctx.axes, ctx.keepdim, ctx.shape = normalize_dims(dim, x.ndim, "mean"), keepdim, x.shape
+        ctx.axes, ctx.keepdim, ctx.shape = reduce_dims(dim, x.ndim, "mean"), keepdim, x.shape
         ctx.n = int(np.prod([x.shape[a] for a in ctx.axes]))
         if ctx.n == 0:
             raise ValueError(f"mean: cannot average over an empty dimension of shape {x.shape}")
@@ -68,7 +81,7 @@ class Max(Function):
 
     @staticmethod
     def forward(ctx, x, *, dim=None, keepdim=False, op="max"):
-        axes = normalize_dims(dim, x.ndim, op)
+        axes = reduce_dims(dim, x.ndim, op)
         if any(x.shape[a] == 0 for a in axes):
             raise ValueError(f"{op}: cannot reduce an empty dimension of shape {x.shape}")
         reduce = np.max if op == "max" else np.min
@@ -101,13 +114,12 @@ class Var(Function):
 
     @staticmethod
     def forward(ctx, x, *, dim=None, keepdim=False, correction=1):
-        axes = normalize_dims(dim, x.ndim, "var")
-        n = int(np.prod([x.shape[a] for a in axes]))
-        d = x - x.mean(axis=axes, keepdims=True)
+        axes = reduce_dims(dim, x.ndim, "var")
+        d, denom = _centered(x, axes, correction)
         ctx.save_for_backward(d)
-        ctx.axes, ctx.keepdim, ctx.denom = axes, keepdim, max(n - correction, 0)
+        ctx.axes, ctx.keepdim, ctx.denom = axes, keepdim, denom
         with np.errstate(divide="ignore", invalid="ignore"):  # n <= correction gives nan/inf
-            return (d * d).sum(axis=axes, keepdims=keepdim) / x.dtype.type(ctx.denom)
+            return (d * d).sum(axis=axes, keepdims=keepdim) / x.dtype.type(denom)
 
     @staticmethod
     def backward(ctx, g):
@@ -116,17 +128,52 @@ class Var(Function):
             return _keep(g, ctx.axes, ctx.keepdim) * d * (2 / d.dtype.type(ctx.denom))
 
 
+class Std(Function):
+    """s = sqrt(var(x))       dx = g * (x - mean) / ((n - correction) s),   and dx = 0 where s = 0
+
+    By the chain rule through sqrt, a constant slice (s = 0) would get 0 / 0 = nan although
+    its forward is finite; PyTorch defines the gradient there as 0, and so does minigrad, so
+    that `x / (x.std() + eps)` trains on constant rows. (`x.var().sqrt()` is two ops and
+    keeps sqrt's infinite slope at 0, as in PyTorch.)
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, dim=None, keepdim=False, correction=1):
+        axes = reduce_dims(dim, x.ndim, "std")
+        d, denom = _centered(x, axes, correction)
+        with np.errstate(divide="ignore", invalid="ignore"):  # n <= correction gives nan/inf
+            s = np.sqrt((d * d).sum(axis=axes, keepdims=True) / x.dtype.type(denom))
+        ctx.save_for_backward(d, s)
+        ctx.axes, ctx.keepdim, ctx.denom = axes, keepdim, denom
+        return s if keepdim else np.squeeze(s, axis=axes)
+
+    @staticmethod
+    def backward(ctx, g):
+        d, s = ctx.saved
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = _keep(g, ctx.axes, ctx.keepdim) / (s * d.dtype.type(ctx.denom))
+        return np.where(s == 0, np.zeros((), dtype=scale.dtype), scale) * d
+
+
+def _centered(x: np.ndarray, axes: tuple[int, ...], correction: int) -> tuple[np.ndarray, int]:
+    """(x - mean over axes, n - correction floored at 0): what var and std share."""
+    n = int(np.prod([x.shape[a] for a in axes]))
+    return x - x.mean(axis=axes, keepdims=True), max(n - correction, 0)
+
+
 class LogSumExp(Function):
     """z = log sum_i exp(x_i) = m + log s,  s = sum_i exp(x_i - m), m = max x
     dx = g * exp(x - z) = g * exp(x - m) / s   (the softmax)
 
-    Subtracting the max keeps exp from overflowing; a row of -inf gives -inf. Backward uses
-    the shifted exponentials, not exp(x - z): for large x, z rounds and x - z loses digits.
+    Subtracting the max keeps exp from overflowing; a row of -inf gives -inf and, by
+    definition, no gradient (zeros). NaN and +inf inputs give NaN gradients, as in PyTorch,
+    so that `detect_anomaly` sees them. Backward uses the shifted exponentials, not
+    exp(x - z): for large x, z rounds and x - z loses digits.
     """
 
     @staticmethod
     def forward(ctx, x, *, dim=None, keepdim=False):
-        axes = normalize_dims(dim, x.ndim, "logsumexp")
+        axes = reduce_dims(dim, x.ndim, "logsumexp")
         m = _finite_max(x, axes)
         e = np.exp(x - m)
         s = e.sum(axis=axes, keepdims=True)
@@ -139,9 +186,9 @@ class LogSumExp(Function):
     @staticmethod
     def backward(ctx, g):
         e, s = ctx.saved
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore"):  # inf / inf where x holds +inf: nan, as it should
             p = e / np.where(s == 0, 1, s)  # a row of -inf has s = 0 and no gradient
-        return _keep(g, ctx.axes, ctx.keepdim) * np.nan_to_num(p, nan=0.0)
+        return _keep(g, ctx.axes, ctx.keepdim) * p
 
 
 def _finite_max(x: np.ndarray, axes) -> np.ndarray:

@@ -15,8 +15,9 @@ fewer_examples = settings(max_examples=max(10, settings.default.max_examples // 
 
 
 def axes_of(dim, ndim):
-    """numpy's axis tuple for a PyTorch-style dim (None, int or tuple; 0-d accepts 0 and -1)."""
-    if ndim == 0 or dim is None:
+    """numpy's axis tuple for a PyTorch-style dim (None, int or tuple; () means every axis;
+    0-d accepts 0 and -1)."""
+    if ndim == 0 or dim is None or dim == ():
         return tuple(range(ndim))
     dims = (dim,) if isinstance(dim, int) else dim
     return tuple(sorted(d % ndim for d in dims))
@@ -24,10 +25,10 @@ def axes_of(dim, ndim):
 
 @st.composite
 def dims(draw, ndim, allow_tuple=True):
-    """None, one axis, or a tuple of distinct axes, negative ones included."""
+    """None, (), one axis, or a tuple of distinct axes, negative ones included."""
     n = max(ndim, 1)
     one = st.integers(-n, n - 1)
-    options = [st.none(), one] if allow_tuple else [one]
+    options = [st.none(), st.just(()), one] if allow_tuple else [one]
     if allow_tuple and ndim:
         options.append(st.lists(one, min_size=1, max_size=ndim, unique_by=lambda d: d % ndim).map(tuple))
     return draw(st.one_of(*options))
@@ -40,7 +41,8 @@ def logsumexp_ref(a, axis, keepdims):
 
 
 # (method, numpy reference, shapes, values). Max and min need distinct values (ties are a kink);
-# var with correction 1 needs two or more elements per reduction.
+# var and std with correction 1 need two or more elements per reduction, std distinct values
+# (its gradient is defined as 0 on a constant slice, where the finite difference is not).
 REDUCTIONS = [
     pytest.param("sum", lambda a, ax, k: a.sum(ax, keepdims=k), shapes(), arrays, id="sum"),
     pytest.param("mean", lambda a, ax, k: a.mean(ax, keepdims=k), shapes(), arrays, id="mean"),
@@ -48,6 +50,8 @@ REDUCTIONS = [
     pytest.param("min", lambda a, ax, k: a.min(ax, keepdims=k), shapes(), distinct, id="min"),
     pytest.param("var", lambda a, ax, k: a.var(ax, ddof=1, keepdims=k), shapes(1, min_side=2), arrays,
                  id="var"),
+    pytest.param("std", lambda a, ax, k: a.std(ax, ddof=1, keepdims=k), shapes(1, min_side=2), distinct,
+                 id="std"),
     pytest.param("logsumexp", logsumexp_ref, shapes(), arrays, id="logsumexp"),
 ]
 
