@@ -10,6 +10,7 @@ import numpy as np
 from minigrad.nn.fused_attention import Attention
 from minigrad.nn.kernels import LayerNorm
 from minigrad.ops.elementwise import Div, Mul
+from minigrad.ops.linalg import MatMul
 from minigrad.ops.reduce import Softmax
 from minigrad.tensor import Tensor
 
@@ -39,3 +40,7 @@ def div(a: Tensor, b: Tensor) -> Tensor:
 def layer_norm(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
     """Layer norm over the last axis, eps 1e-5 (minigrad.nn.kernels.LayerNorm)."""
     return LayerNorm.apply(x, w, b, ndim=1, eps=1e-5)
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    return MatMul.apply(a, b)

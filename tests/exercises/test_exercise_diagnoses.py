@@ -81,6 +81,16 @@ WRONG += [
     ("layer_norm_backward", "sign_error", LAYER_NORM.replace("return dx,", "return -dx,")),
     ("layer_norm_backward", "ignores_upstream_grad", LAYER_NORM.replace("gx = g * w", "gx = w + 0 * g")),
 ]
+MATMUL = "return unbroadcast(g @ b.swapaxes(-1, -2), a.shape), unbroadcast(a.swapaxes(-1, -2) @ g, b.shape)"
+WRONG += [
+    ("matmul_backward", "not_unbroadcast", "return g @ b.swapaxes(-1, -2), a.swapaxes(-1, -2) @ g"),
+    ("matmul_backward", "transposed_grad",
+     MATMUL.replace("(a.swapaxes(-1, -2) @ g, b.shape)",
+                    "((a.swapaxes(-1, -2) @ g).swapaxes(-1, -2), b.shape)")),
+    ("matmul_backward", "swapped_grads",
+     "return unbroadcast(g @ a.swapaxes(-1, -2), a.shape), unbroadcast(b.swapaxes(-1, -2) @ g, b.shape)"),
+    ("matmul_backward", "ignores_upstream_grad", "g = g * 0 + 1\n" + MATMUL),
+]
 # Codes for tasks not written yet (see catalogue.ORDER): their wrong files come with the task.
 LATER = {"heads_merged_wrong": "multi_head"}
 
