@@ -5,18 +5,21 @@ plot attention maps and training curves.
     draw_graph(loss, model=model, depth=1).save("model.svg")
     print(trace_backward(loss))
     plot_training("runs/gpt", path="curves.png")
+    show(fig, "loss")   # inline in a notebook; in a script saved to $MINIGRAD_FIGURES if set
 
 graphviz and matplotlib are imported only when something is drawn, so `import minigrad` stays
 quick (matplotlib is the optional extra `minigrad[plot]`).
 """
 
 from .anomaly import AnomalyError, detect_anomaly
-from .graph import draw_graph
+from .figures import show, use_script_backend
+from .graph import draw_graph, keep_grads
 from .plots import plot_attention, plot_training
 from .render import GraphvizNotFoundWarning, save_graph
 from .trace import BackwardStep, BackwardTrace, GradSent, trace_backward
 
 __all__ = [
     "AnomalyError", "BackwardStep", "BackwardTrace", "GradSent", "GraphvizNotFoundWarning",
-    "detect_anomaly", "draw_graph", "plot_attention", "plot_training", "save_graph", "trace_backward",
+    "detect_anomaly", "draw_graph", "keep_grads", "plot_attention", "plot_training", "save_graph",
+    "show", "trace_backward", "use_script_backend",
 ]
