@@ -17,7 +17,7 @@ ORDER = [
     "positional_encoding", "additive_attention", "encoder_layer",
 ]
 WRITTEN = [
-    "mul_broadcast", "matmul_backward", "softmax_backward", "layer_norm_backward",
+    "mul_broadcast", "matmul_backward", "reductions", "softmax_backward", "layer_norm_backward",
     "attention_forward", "attention_backward",
 ]
 

@@ -11,7 +11,7 @@ from minigrad.nn.fused_attention import Attention
 from minigrad.nn.kernels import LayerNorm
 from minigrad.ops.elementwise import Div, Mul
 from minigrad.ops.linalg import MatMul
-from minigrad.ops.reduce import Softmax
+from minigrad.ops.reduce import Max, Mean, Softmax, Sum
 from minigrad.tensor import Tensor
 
 
@@ -44,3 +44,15 @@ def layer_norm(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     return MatMul.apply(a, b)
+
+
+def reduce_sum(x: Tensor, dim: int, keepdim: bool = False) -> Tensor:
+    return Sum.apply(x, dim=dim, keepdim=keepdim)
+
+
+def reduce_mean(x: Tensor, dim: int, keepdim: bool = False) -> Tensor:
+    return Mean.apply(x, dim=dim, keepdim=keepdim)
+
+
+def reduce_max(x: Tensor, dim: int, keepdim: bool = False) -> Tensor:
+    return Max.apply(x, dim=dim, keepdim=keepdim)

@@ -91,6 +91,16 @@ WRONG += [
      "return unbroadcast(g @ a.swapaxes(-1, -2), a.shape), unbroadcast(b.swapaxes(-1, -2) @ g, b.shape)"),
     ("matmul_backward", "ignores_upstream_grad", "g = g * 0 + 1\n" + MATMUL),
 ]
+EXPAND = "g = g if ctx.keepdim else np.expand_dims(g, ctx.dim)\n"
+SUM = EXPAND + "return np.broadcast_to(g, ctx.shape)"
+MEAN = SUM + " / ctx.shape[ctx.dim]"
+MAX = EXPAND + "win = x == z\nreturn g * win / win.sum(axis=ctx.dim, keepdims=True)"
+WRONG += [
+    ("reductions", "factor_error", [SUM, MEAN.replace(" / ctx.shape[ctx.dim]", ""), MAX]),
+    ("reductions", "ignores_upstream_grad",
+     [SUM.replace("(g, ctx.shape)", "(g * 0 + 1, ctx.shape)"), MEAN, MAX]),
+    ("reductions", "sign_error", [SUM, MEAN, MAX.replace("return g", "return -g")]),
+]
 # Codes for tasks not written yet (see catalogue.ORDER): their wrong files come with the task.
 LATER = {"heads_merged_wrong": "multi_head"}
 
