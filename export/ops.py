@@ -30,18 +30,18 @@ def torch_dtype(dtype: Any) -> torch.dtype:
 
 
 def _dims(x: torch.Tensor, dim: Any) -> tuple[int, ...]:
-    """minigrad's `dim` (None, int or tuple) as a tuple of axes; () reduces nothing."""
-    if dim is None:
+    """minigrad's `dim` (None, int or tuple) as a tuple of axes; None and () mean every axis."""
+    if dim is None or (isinstance(dim, (tuple, list)) and not dim):
         return tuple(range(x.dim()))
     return (int(dim),) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
 
 
 def _reduce(fn: Callable) -> Callable:
-    """A reduction over minigrad's dims. torch reads dim=() as "every axis", numpy and
-    minigrad as "no axis": then every reduction but var leaves x unchanged."""
+    """A reduction over minigrad's dims; over the no axes of a 0-d x every reduction but var
+    leaves x unchanged."""
     def op(x: torch.Tensor, *, dim: Any = None, keepdim: bool = False, **kw: Any) -> torch.Tensor:
         dims = _dims(x, dim)
-        if not dims:  # a 0-d x, or dim=()
+        if not dims:  # a 0-d x
             if fn is torch.var:  # sum of squared deviations (0) over n - correction = 1 - c
                 zero = x - x
                 return zero * zero / torch.tensor(float(max(1 - kw["correction"], 0)), dtype=x.dtype)
@@ -172,8 +172,8 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     reduce.LogSoftmax: lambda x, *, dim=-1: torch.log_softmax(x, dim),
     # shape
     shape.Reshape: lambda x, *, shape: x.reshape(shape),
-    shape.Permute: lambda x, *, dims: x.permute(*dims),
-    shape.Expand: lambda x, *, shape: x.expand(*shape),
+    shape.Permute: lambda x, *, dims: torch.permute(x, tuple(dims)),
+    shape.Expand: lambda x, *, shape: torch.broadcast_to(x, tuple(shape)),
     shape.GetItem: lambda x, *, index: x[_index(index)],
     shape.Cat: lambda *xs, dim=0: torch.cat(xs, dim),
     shape.Stack: lambda *xs, dim=0: torch.stack(xs, dim),
