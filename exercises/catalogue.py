@@ -17,8 +17,8 @@ ORDER = [
     "positional_encoding", "additive_attention", "encoder_layer",
 ]
 WRITTEN = [
-    "mul_broadcast", "matmul_backward", "reductions", "softmax_backward", "layer_norm_backward",
-    "attention_forward", "attention_backward",
+    "mul_broadcast", "matmul_backward", "reductions", "softmax_backward", "cross_entropy",
+    "layer_norm_backward", "attention_forward", "attention_backward",
 ]
 
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from minigrad.nn.fused_attention import Attention
-from minigrad.nn.kernels import LayerNorm
+from minigrad.nn.kernels import CrossEntropy, LayerNorm
 from minigrad.ops.elementwise import Div, Mul
 from minigrad.ops.linalg import MatMul
 from minigrad.ops.reduce import Max, Mean, Softmax, Sum
@@ -56,3 +56,8 @@ def reduce_mean(x: Tensor, dim: int, keepdim: bool = False) -> Tensor:
 
 def reduce_max(x: Tensor, dim: int, keepdim: bool = False) -> Tensor:
     return Max.apply(x, dim=dim, keepdim=keepdim)
+
+
+def cross_entropy(x: Tensor, t: Tensor) -> Tensor:
+    """Mean cross entropy of logits (N, C) against classes (N,) (minigrad.nn.kernels)."""
+    return CrossEntropy.apply(x, t)

@@ -101,6 +101,20 @@ WRONG += [
      [SUM.replace("(g, ctx.shape)", "(g * 0 + 1, ctx.shape)"), MEAN, MAX]),
     ("reductions", "sign_error", [SUM, MEAN, MAX.replace("return g", "return -g")]),
 ]
+CE_FORWARD = """m = x.max(axis=-1, keepdims=True)
+logp = x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+ctx.save_for_backward(logp, t)
+return -logp[np.arange(len(t)), t].mean()"""
+CE_BACKWARD = """logp, t = ctx.saved
+dx = np.exp(logp)
+dx[np.arange(len(t)), t] -= 1
+return g * dx / len(t), None"""
+WRONG += [
+    ("cross_entropy", "factor_error", [CE_FORWARD, CE_BACKWARD.replace(" / len(t)", "")]),
+    ("cross_entropy", "factor_error", [CE_FORWARD.replace(".mean()", ".sum()"), CE_BACKWARD]),
+    ("cross_entropy", "sign_error", [CE_FORWARD, CE_BACKWARD.replace("g * dx", "-g * dx")]),
+    ("cross_entropy", "ignores_upstream_grad", [CE_FORWARD, CE_BACKWARD.replace("g * dx", "dx")]),
+]
 # Codes for tasks not written yet (see catalogue.ORDER): their wrong files come with the task.
 LATER = {"heads_merged_wrong": "multi_head"}
 
