@@ -162,7 +162,7 @@ def test_saved_arrays_hold_nothing_of_size_tq_by_tk():
     ],
 )
 def test_scaled_dot_product_attention_picks_the_kernel(monkeypatch, options, kernel):
-    monkeypatch.setattr(fused_attention, "TILED_MIN_SCORES", 36)
+    monkeypatch.setattr(fused_attention, "TILED_MIN_SCORES", 2 * 36)  # (B, H) = (1, 2), T = 6
     ts = [mg.randn(1, 2, 6, 3, requires_grad=True) for _ in range(3)]
     out = scaled_dot_product_attention(*ts, is_causal=True, **options)
     out = out[0] if isinstance(out, tuple) else out
