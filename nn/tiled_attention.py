@@ -188,35 +188,40 @@ class _Tiles:
 
     def scores(self, q_blk, kt_blk, i0, i1, j0, j1):
         """S_IJ = Q_I K_J^T (+ bias_IJ), -inf where masked, as (N, bq, bk); None if all masked."""
-        mask = self._mask(i0, i1, j0, j1)
-        if mask is _SKIP:
+        masked = self._mask(i0, i1, j0, j1)
+        if masked is _SKIP:
             return None
         s = q_blk @ kt_blk
-        if self.bias is not None or mask is not None:
+        if self.bias is not None or masked is not None:
             s4 = s.reshape(self.lead + s.shape[1:])  # a view that broadcasts against the masks
             if self.bias is not None:
                 s4 += _cut(self.bias, i0, i1, j0, j1)
-            if mask is not None:
-                np.copyto(s4, -np.inf, where=~mask)
+            if masked is not None:
+                mask, c0 = masked
+                np.copyto(s4[..., c0 - j0:], -np.inf, where=~mask)
         return s
 
     def _mask(self, i0, i1, j0, j1):
-        """The tile's bool mask, None when it allows everything, _SKIP when it allows nothing."""
-        mask = None
+        """(mask, c0): the tile's bool mask over its columns c0..j1-1 (those before c0 are all
+        allowed); None when the tile allows everything, _SKIP when it allows nothing."""
+        mask = c0 = None
         if self.offset is not None:
             if j0 > i1 - 1 + self.offset:
                 return _SKIP
-            if j1 - 1 > i0 + self.offset:  # the diagonal crosses the tile
-                mask = np.arange(j0, j1) <= np.arange(i0, i1)[:, None] + self.offset
+            if j1 - 1 > i0 + self.offset:  # the diagonal crosses the tile, from column i0 + offset + 1
+                c0 = max(j0, i0 + self.offset + 1)
+                mask = np.arange(c0, j1) <= np.arange(i0, i1)[:, None] + self.offset
         if self.allowed is not None:
             tile = _cut(self.allowed, i0, i1, j0, j1)
             if not tile.any():
                 return _SKIP
             if not tile.all():
-                mask = tile if mask is None else tile & mask
-        if mask is not None and not mask.any():
-            return _SKIP
-        return mask
+                if mask is not None:  # both: widen the causal part to the whole tile
+                    tile = tile & (np.arange(j0, j1) <= np.arange(i0, i1)[:, None] + self.offset)
+                mask, c0 = tile, j0
+                if not mask.any():
+                    return _SKIP
+        return None if mask is None else (mask, c0)
 
     def add_bias_grad(self, dbias, ds, i0, i1, j0, j1):
         """dbias_IJ += dS_IJ, summed over the axes the bias was broadcast along."""
