@@ -17,6 +17,7 @@ import torch.nn.functional as TF
 
 import minigrad.nn.fused_attention as fa
 import minigrad.nn.kernels as kernels
+import minigrad.nn.tiled_attention as tiled
 from minigrad.autograd import Function
 from minigrad.ops import elementwise as ew
 from minigrad.ops import linalg, reduce, shape
@@ -42,9 +43,10 @@ def _reduce(fn: Callable) -> Callable:
     def op(x: torch.Tensor, *, dim: Any = None, keepdim: bool = False, **kw: Any) -> torch.Tensor:
         dims = _dims(x, dim)
         if not dims:  # a 0-d x
-            if fn is torch.var:  # sum of squared deviations (0) over n - correction = 1 - c
+            if fn in (torch.var, torch.std):  # squared deviations (0) over n - correction = 1 - c
                 zero = x - x
-                return zero * zero / torch.tensor(float(max(1 - kw["correction"], 0)), dtype=x.dtype)
+                var = zero * zero / torch.tensor(float(max(1 - kw["correction"], 0)), dtype=x.dtype)
+                return var if fn is torch.var else var.sqrt()
             return x + 0  # a new tensor, as the op's output
         return fn(x, dim=dims, keepdim=keepdim, **kw)
     return op
@@ -59,15 +61,30 @@ def _softmax(x: torch.Tensor, *, dim: int = -1) -> torch.Tensor:
     return e / torch.where(s == 0, torch.ones((), dtype=s.dtype, device=s.device), s)
 
 
-def _index(index: Any) -> Any:
-    """A minigrad index as torch reads it: integer arrays as int64, negative steps refused."""
-    if isinstance(index, tuple):
-        return tuple(_index(i) for i in index)
-    if isinstance(index, torch.Tensor) and index.dtype != torch.bool:
-        return index.long()
-    if isinstance(index, slice) and index.step is not None and index.step < 0:
-        raise ValueError(f"getitem: torch has no negative slice steps ({index}); use flip in the model")
-    return index
+def _index(index: Any, device: torch.device) -> Any:
+    """minigrad's GetItem index (numpy's rules) as torch reads it. Integer arrays become int64;
+    with an index array present, numpy broadcasts an integer with the arrays while torch
+    selects it first, so such integers go in as one-element arrays; negative steps refused."""
+    parts = index if isinstance(index, tuple) else (index,)
+    arrays = any(isinstance(p, torch.Tensor) and p.dim() for p in parts)
+    out = []
+    for p in parts:
+        if isinstance(p, torch.Tensor) and p.dtype != torch.bool:
+            p = p.long()
+        elif isinstance(p, int) and not isinstance(p, bool) and arrays:
+            p = torch.tensor([p], device=device)
+        elif isinstance(p, slice) and p.step is not None and p.step < 0:
+            raise ValueError(f"getitem: torch has no negative slice steps ({p}); use flip in the model")
+        out.append(p)
+    return tuple(out) if isinstance(index, tuple) else out[0]
+
+
+def _masked_fill(x: torch.Tensor, mask: torch.Tensor, fill: torch.Tensor | None = None, *,
+                 value: float | None = None) -> torch.Tensor:
+    """Put `value` (a number) or `fill` (a 0-d tensor, which then gets a gradient) where mask is True."""
+    if fill is None:
+        return x.masked_fill(mask.bool(), value)
+    return torch.where(mask.bool(), fill, x)
 
 
 # ----------------------------------------------------------------------------- nn kernels
@@ -126,6 +143,17 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Te
     return TF.dropout(a, p, training=p > 0) @ v
 
 
+def _tiled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None, *,
+                     allowed: torch.Tensor | None = None, causal_offset: int | None = None, scale: float,
+                     block_q: int = 0, block_k: int = 0) -> torch.Tensor:
+    """The tiled kernel computes the same attention (tiles are minigrad's memory trick, not
+    part of the function); `causal_offset` allows key j for query i when j <= i + offset."""
+    if causal_offset is not None:
+        causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril(causal_offset)
+        allowed = causal if allowed is None else allowed & causal
+    return _attention(q, k, v, bias, allowed=allowed, scale=scale, dropout_p=0.0, training=False)
+
+
 _TRIL: dict[tuple, torch.Tensor] = {}
 
 
@@ -157,7 +185,7 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     ew.Minimum: torch.minimum,
     ew.Clip: lambda x, *, low=None, high=None: torch.clamp(x, low, high),
     ew.Where: lambda cond, a, b: torch.where(cond.bool(), a, b),
-    ew.MaskedFill: lambda x, mask, *, value: x.masked_fill(mask.bool(), value),
+    ew.MaskedFill: _masked_fill,
     # linear algebra and casts
     linalg.MatMul: torch.matmul,
     linalg.Cast: lambda x, *, dtype: x.to(torch_dtype(dtype)),
@@ -167,6 +195,7 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     reduce.Max: _reduce(torch.amax),  # tied maxima share the gradient in both
     reduce.Min: _reduce(torch.amin),
     reduce.Var: _reduce(torch.var),
+    reduce.Std: _reduce(torch.std),  # gradient 0 on a constant slice in both
     reduce.LogSumExp: _reduce(torch.logsumexp),
     reduce.Softmax: _softmax,
     reduce.LogSoftmax: lambda x, *, dim=-1: torch.log_softmax(x, dim),
@@ -174,7 +203,7 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     shape.Reshape: lambda x, *, shape: x.reshape(shape),
     shape.Permute: lambda x, *, dims: torch.permute(x, tuple(dims)),
     shape.Expand: lambda x, *, shape: torch.broadcast_to(x, tuple(shape)),
-    shape.GetItem: lambda x, *, index: x[_index(index)],
+    shape.GetItem: lambda x, *, index: x[_index(index, x.device)],
     shape.Cat: lambda *xs, dim=0: torch.cat(xs, dim),
     shape.Stack: lambda *xs, dim=0: torch.stack(xs, dim),
     # nn kernels
@@ -185,6 +214,7 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     kernels.Dropout: _dropout,
     kernels.Embedding: _embedding,
     fa.Attention: _attention,
+    tiled.TiledAttention: _tiled_attention,
 }
 
 # Ops whose torch twin draws random numbers and must know whether the module is training.

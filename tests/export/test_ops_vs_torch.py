@@ -23,6 +23,7 @@ import minigrad.models  # noqa: E402
 import minigrad.nn  # noqa: E402
 import minigrad.nn.fused_attention as fa  # noqa: E402
 import minigrad.nn.kernels as kernels  # noqa: E402
+import minigrad.nn.tiled_attention as tiled  # noqa: E402
 from minigrad import Tensor  # noqa: E402
 from minigrad.autograd import Function  # noqa: E402
 from minigrad.export import TORCH_OPS  # noqa: E402
@@ -160,7 +161,9 @@ def test_selection_ops_as_torch(data):
     cond = data.draw(hnp.arrays(bool, sc))
     check_against_torch(ew.Where, [cond, data.draw(arrays(sa)), data.draw(arrays(sb))])
     sm = data.draw(smaller(x.shape))
-    check_against_torch(ew.MaskedFill, [x, data.draw(hnp.arrays(bool, sm))], {"value": -np.inf})
+    mask = data.draw(hnp.arrays(bool, sm))
+    check_against_torch(ew.MaskedFill, [x, mask], {"value": -np.inf})
+    check_against_torch(ew.MaskedFill, [x, mask, data.draw(arrays(()))])  # a 0-d fill, with a gradient
     check_against_torch(linalg.Cast, [x], {"dtype": np.float32}, tol=1e-6)
 
 
@@ -181,6 +184,7 @@ REDUCTIONS = [
     pytest.param(reduce.Max, distinct, id="Max"),
     pytest.param(reduce.Min, distinct, id="Min"),
     pytest.param(reduce.Var, arrays, id="Var"),
+    pytest.param(reduce.Std, arrays, id="Std"),
     pytest.param(reduce.LogSumExp, arrays, id="LogSumExp"),
 ]
 
@@ -189,10 +193,10 @@ REDUCTIONS = [
 @fewer
 @given(data=st.data())
 def test_reductions_over_dims_as_torch(op, values, data):
-    var = op is reduce.Var  # n - 1 > 0 elements per reduction
+    var = op in (reduce.Var, reduce.Std)  # n - 1 > 0 elements per reduction
     x = data.draw(values(shapes(min_dims=int(var), min_side=1 + var)))
     options = {"dim": data.draw(dims_of(x.ndim)), "keepdim": data.draw(st.booleans())}
-    if op is reduce.Var:
+    if var:
         options["correction"] = data.draw(st.sampled_from([0, 1]))
     check_against_torch(op, [x], options)
 
@@ -314,3 +318,6 @@ def test_attention_as_torch(data):
     elif kind == "bias":
         inputs.append(data.draw(arrays((1, H, Tq, Tk))))
     check_against_torch(fa.Attention, inputs, options)
+    tiled_options = {"allowed": options.get("allowed"), "scale": scale, "block_q": 2, "block_k": 2,
+                     "causal_offset": data.draw(st.sampled_from([None, 0, Tk - Tq]))}
+    check_against_torch(tiled.TiledAttention, inputs, tiled_options)
