@@ -124,7 +124,8 @@ def _student_view(name: str, got: np.ndarray | None, shape: tuple[int, ...], mus
                   reference: np.ndarray) -> tuple[np.ndarray | None, Fail | None]:
     """The student's gradient in the input's shape, or the failure its shape already shows."""
     if got is None:
-        return None, Fail(f"backward returned no gradient (None) for {name}")
+        return None, Fail(f"no gradient for {name} (backward returned None for it, or it is not used "
+                          "through Tensor operations)")
     if got.shape == shape:
         return got, None
     try:

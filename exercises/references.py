@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from minigrad.nn.fused_attention import Attention
-from minigrad.nn.kernels import CrossEntropy, LayerNorm
+from minigrad.nn.kernels import CrossEntropy, LayerNorm, Linear
 from minigrad.ops.elementwise import Div, Mul
 from minigrad.ops.linalg import MatMul
 from minigrad.ops.reduce import Max, Mean, Softmax, Sum
@@ -61,3 +61,8 @@ def reduce_max(x: Tensor, dim: int, keepdim: bool = False) -> Tensor:
 def cross_entropy(x: Tensor, t: Tensor) -> Tensor:
     """Mean cross entropy of logits (N, C) against classes (N,) (minigrad.nn.kernels)."""
     return CrossEntropy.apply(x, t)
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x W^T + b (minigrad.nn.kernels.Linear)."""
+    return Linear.apply(x, weight) if bias is None else Linear.apply(x, weight, bias)

@@ -129,3 +129,20 @@ def test_train_gives_the_same_loss_curve(capsys, tmp_path):
     assert time.perf_counter() - t0 < 90
     assert code == 0, out
     assert "the loss curves agree" in out and "step   reference   yours" in out
+
+
+def test_a_zero_initialised_linear_fails_the_init_check(tmp_path):
+    stub = TASKS["linear_layer"].stub()
+    body = ("        self.weight = Parameter(mg.zeros(out_features, in_features))\n"
+            "        self.bias = Parameter(mg.zeros(out_features)) if bias else None")
+    site = "        raise NotImplementedError"
+    start = stub.index("        # Your code: self.weight")
+    stub = stub.replace(stub[start:stub.index(site) + len(site)], body, 1)
+    stub = stub.replace("        # Your code: return x W^T + b.\n        raise NotImplementedError",
+                        "        return x @ self.weight.transpose(0, 1) + self.bias")
+    path = tmp_path / "linear_layer.py"
+    path.write_text(stub)
+    report = grade("linear_layer", str(path))
+    failed = [c for c in report.checks if not c.passed]
+    assert failed[0].name.startswith("initialisation: uniform in +-1/sqrt(in_features)")
+    assert "every unit would learn the same thing" in failed[0].message
