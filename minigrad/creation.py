@@ -12,8 +12,15 @@ from .random import generator
 from .tensor import Tensor, to_array
 
 
-def _shape(size: tuple) -> tuple[int, ...]:
-    return tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else tuple(size)
+def _shape(size: tuple, op: str) -> tuple[int, ...]:
+    """`size` (sizes, or one sequence of them) as a shape, or an error naming op and size."""
+    shape = tuple(size[0]) if len(size) == 1 and hasattr(size[0], "__iter__") else size
+    for s in shape:
+        if not isinstance(s, (int, np.integer)) or isinstance(s, (bool, np.bool_)):
+            raise TypeError(f"{op}: sizes must be integers, got {s!r} in {tuple(shape)}")
+        if s < 0:
+            raise ValueError(f"{op}: sizes must not be negative, got {s} in {tuple(shape)}")
+    return tuple(int(s) for s in shape)
 
 
 def _made(data: np.ndarray, requires_grad: bool) -> Tensor:
@@ -31,16 +38,16 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None, name: str 
 
 
 def zeros(*size: Any, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:
-    return _made(np.zeros(_shape(size), dtype=dtype), requires_grad)
+    return _made(np.zeros(_shape(size, "zeros"), dtype=dtype), requires_grad)
 
 
 def ones(*size: Any, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:
-    return _made(np.ones(_shape(size), dtype=dtype), requires_grad)
+    return _made(np.ones(_shape(size, "ones"), dtype=dtype), requires_grad)
 
 
 def full(size: Sequence[int], fill_value: float, dtype: Any = np.float32,
          requires_grad: bool = False) -> Tensor:
-    return _made(np.full(tuple(size), fill_value, dtype=dtype), requires_grad)
+    return _made(np.full(_shape((size,), "full"), fill_value, dtype=dtype), requires_grad)
 
 
 def eye(n: int, m: int | None = None, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:
@@ -49,16 +56,16 @@ def eye(n: int, m: int | None = None, dtype: Any = np.float32, requires_grad: bo
 
 def randn(*size: Any, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:
     """Standard normal samples from the global generator (see `manual_seed`)."""
-    return _made(generator().standard_normal(_shape(size)).astype(dtype), requires_grad)
+    return _made(generator().standard_normal(_shape(size, "randn")).astype(dtype), requires_grad)
 
 
 def rand(*size: Any, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1) from the global generator."""
-    return _made(generator().random(_shape(size)).astype(dtype), requires_grad)
+    return _made(generator().random(_shape(size, "rand")).astype(dtype), requires_grad)
 
 
 def randint(low: int, high: int, size: Sequence[int]) -> Tensor:
-    return _made(generator().integers(low, high, tuple(size), dtype=np.int64), False)
+    return _made(generator().integers(low, high, _shape((size,), "randint"), dtype=np.int64), False)
 
 
 def arange(start: float, end: float | None = None, step: float = 1, dtype: Any = None,

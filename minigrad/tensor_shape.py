@@ -78,11 +78,23 @@ class ShapeMethods:
         """Pieces of `split_size` along dim (the last may be smaller), or of the given sizes."""
         dim = _axis(dim, self.ndim, "split")
         n = self.shape[dim]
-        if isinstance(split_size_or_sections, int):
-            step = split_size_or_sections
-            sizes = [min(step, n - i) for i in range(0, n, step)] or [0]
+        if _is_count(split_size_or_sections):
+            step = int(split_size_or_sections)
+            if step < 0 or (step == 0 and n != 0):
+                raise ValueError(
+                    f"split: split_size must be a positive integer, not {step} (dim {dim} has size {n})"
+                )
+            sizes = [min(step, n - i) for i in range(0, n, step)] if n else [0]
         else:
+            if not isinstance(split_size_or_sections, (list, tuple)):
+                raise TypeError(
+                    f"split: expected a split size (int) or a list of sizes, not {split_size_or_sections!r}"
+                )
             sizes = list(split_size_or_sections)
+            if not all(_is_count(s) and s >= 0 for s in sizes):
+                raise ValueError(
+                    f"split: the sizes must be integers >= 0, not {split_size_or_sections!r}"
+                )
             if sum(sizes) != n:
                 raise ValueError(f"split: sizes {sizes} do not add up to {n} (dim {dim})")
         pieces, start = [], 0
@@ -93,8 +105,12 @@ class ShapeMethods:
         return tuple(pieces)
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        if not _is_count(chunks):
+            raise TypeError(f"chunk: chunks must be an integer, not {chunks!r}")
+        if chunks <= 0:
+            raise ValueError(f"chunk: chunks must be positive, not {chunks}")
         n = self.shape[_axis(dim, self.ndim, "chunk")]
-        return self.split(max(-(-n // chunks), 1), dim)
+        return self.split(max(-(-n // int(chunks)), 1), dim)
 
     def __getitem__(self, index: Any) -> Tensor:
         """Basic and advanced indexing, with PyTorch's rule where it differs from numpy's.
@@ -117,6 +133,11 @@ def _axis(dim: int, ndim: int, op: str) -> int:
     if ndim == 0:
         raise IndexError(f"{op}: a 0-d tensor has no dim {dim}")
     return normalize_dims(dim, ndim, op)[0]
+
+
+def _is_count(n: Any) -> bool:
+    """An integer (Python or numpy) that is not a bool."""
+    return isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
 
 
 def _is_int(part: Any) -> bool:

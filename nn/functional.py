@@ -12,16 +12,35 @@ from typing import Any, Sequence
 import numpy as np
 
 from minigrad import Tensor
+from minigrad.autograd import current_scope
 from minigrad.ops.reduce import LogSoftmax, Softmax
+from minigrad.viz._names import Names
 
 from . import kernels
 
 _REDUCTIONS = ("mean", "sum", "none")
+_CONVERT = {"float32": "x.float()", "float64": "x.double()"}
 
 
 def _check_reduction(fn: str, reduction: str) -> None:
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{fn}: reduction must be one of {_REDUCTIONS}, not {reduction!r}")
+
+
+def _where() -> str:
+    """" (in the module blocks.0.fc (Linear))" when raised inside a module call, else "": a student
+    then knows which layer got the bad input."""
+    scope = current_scope()
+    return f" (in the module {Names().describe_scope(scope)})" if scope else ""
+
+
+def _need_tensor(fn: str, what: str, x: Any) -> None:
+    """A TypeError naming fn when `x` is not a Tensor (a numpy array's `.data` is a raw
+    buffer, so without this check the error would come from deep inside a kernel)."""
+    if not isinstance(x, Tensor):
+        kind = (f"a numpy array of shape {x.shape}" if isinstance(x, np.ndarray)
+                else f"a {type(x).__name__}")
+        raise TypeError(f"{fn}: {what} is {kind}, not a Tensor{_where()}; wrap it with mg.tensor(...)")
 
 
 def _int_array(fn: str, what: str, t: Any) -> np.ndarray:
@@ -45,10 +64,18 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         x: (*, in_features); weight: (out_features, in_features); bias: (out_features);
         output: (*, out_features).
     """
+    _need_tensor("linear", "the input", x)
     if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
         raise ValueError(
             f"linear: input of shape {x.shape} does not fit weight of shape {weight.shape} "
             "(the input's last dimension must equal weight.shape[1] = in_features)"
+        )
+    if x.dtype.kind not in "fc":  # numpy would silently compute in float64; PyTorch raises
+        # (A float64 input to float32 weights is allowed: it computes in float64, which the
+        # float64 gradient checks of float32 modules rely on.)
+        raise TypeError(
+            f"linear: input of dtype {x.dtype} and weight of dtype {weight.dtype} differ{_where()}; "
+            f"convert the input with {_CONVERT.get(weight.dtype.name, f'x.to({weight.dtype.name})')}"
         )
     # Fused (one matrix product, see kernels.Linear); the same as `x @ weight.T + bias`.
     return kernels.Linear.apply(x, weight) if bias is None else kernels.Linear.apply(x, weight, bias)
@@ -61,6 +88,7 @@ def embedding(idx: Any, weight: Tensor, padding_idx: int | None = None) -> Tenso
         idx: any shape (*), integers in [0, num_embeddings); weight: (num_embeddings, dim);
         output: (*, dim).
     """
+    _need_tensor("embedding", "the weight", weight)
     ids = _int_array("embedding", "the input", idx)
     n = weight.shape[0]
     if ids.size and (ids.min() < 0 or ids.max() >= n):
@@ -85,14 +113,17 @@ def _padding_index(padding_idx: int, n: int) -> int:
 
 
 def relu(x: Tensor) -> Tensor:
+    _need_tensor("relu", "the input", x)
     return x.relu()
 
 
 def tanh(x: Tensor) -> Tensor:
+    _need_tensor("tanh", "the input", x)
     return x.tanh()
 
 
 def sigmoid(x: Tensor) -> Tensor:
+    _need_tensor("sigmoid", "the input", x)
     return x.sigmoid()
 
 
@@ -100,14 +131,17 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x), with the exact erf form ("none") or the tanh approximation ("tanh")."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+    _need_tensor("gelu", "the input", x)
     return kernels.GELU.apply(x, approximate=approximate)
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
+    _need_tensor("softmax", "the input", x)
     return Softmax.apply(x, dim=dim)
 
 
 def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    _need_tensor("log_softmax", "the input", x)
     return LogSoftmax.apply(x, dim=dim)
 
 
@@ -115,6 +149,7 @@ def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
 
 
 def _check_targets(fn: str, logits: Tensor, target: Any, ignore_index: int) -> np.ndarray:
+    _need_tensor(fn, "the logits" if fn == "cross_entropy" else "the input", logits)
     t = _int_array(fn, "target", target)
     if logits.ndim == 0:
         raise ValueError(f"{fn}: logits must have a class dimension, got a 0-d tensor")
@@ -182,6 +217,7 @@ def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
         input and target: the same shape (*); output: () or (*) for "none".
     """
     _check_reduction("mse_loss", reduction)
+    _need_tensor("mse_loss", "the input", input)
     target = target if isinstance(target, Tensor) else Tensor(np.asarray(target, dtype=input.dtype))
     if target.shape != input.shape:
         raise ValueError(f"mse_loss: input of shape {input.shape} and target of shape "
@@ -203,6 +239,7 @@ def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor 
     Shape:
         x: (*, *normalized_shape); weight, bias: normalized_shape; output: like x.
     """
+    _need_tensor("layer_norm", "the input", x)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if x.shape[x.ndim - len(shape):] != shape or len(shape) > x.ndim:
         raise ValueError(f"layer_norm: input of shape {x.shape} does not end in normalized_shape {shape}")
@@ -222,6 +259,7 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     the identity when not training or p == 0. p must lie in [0, 1)."""
     if not 0.0 <= p < 1.0:
         raise ValueError(f"dropout: p must lie in [0, 1), not {p}")
+    _need_tensor("dropout", "the input", x)
     if not training or p == 0.0:
         return x
     return kernels.Dropout.apply(x, p=p)

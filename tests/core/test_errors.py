@@ -68,6 +68,30 @@ ERRORS = [
                  r"sum: dim \(1, -1\) repeats an axis", id="repeated-dim"),
     pytest.param(lambda: mg.tensor("text"), TypeError,
                  "tensor: cannot make a tensor from str", id="tensor-from-str"),
+    pytest.param(lambda: mg.ones(4).split(0), ValueError,
+                 r"split: split_size must be a positive integer, not 0 \(dim 0 has size 4\)", id="split-0"),
+    pytest.param(lambda: mg.ones(4).split(-2), ValueError,
+                 r"split: split_size must be a positive integer, not -2", id="split-negative"),
+    pytest.param(lambda: mg.ones(4).split([5, -1]), ValueError,
+                 r"split: the sizes must be integers >= 0, not \[5, -1\]", id="split-negative-section"),
+    pytest.param(lambda: mg.ones(4).split([2, 1.5, 0.5]), ValueError,
+                 r"split: the sizes must be integers >= 0, not \[2, 1.5, 0.5\]", id="split-float-section"),
+    pytest.param(lambda: mg.ones(4).split(2.0), TypeError,
+                 r"split: expected a split size \(int\) or a list of sizes, not 2.0", id="split-float"),
+    pytest.param(lambda: mg.ones(4).chunk(0), ValueError,
+                 r"chunk: chunks must be positive, not 0", id="chunk-0"),
+    pytest.param(lambda: mg.ones(4).chunk(2.5), TypeError,
+                 r"chunk: chunks must be an integer, not 2.5", id="chunk-float"),
+    pytest.param(lambda: x23().sum(1.0), TypeError,
+                 r"sum: dim must be an int or a tuple of ints, not 1.0", id="sum-float-dim"),
+    pytest.param(lambda: x23().mean((0, 1.0)), TypeError,
+                 r"mean: dim must be an int or a tuple of ints, not \(0, 1.0\)", id="mean-float-in-dim"),
+    pytest.param(lambda: mg.zeros(2.5), TypeError,
+                 r"zeros: sizes must be integers, got 2.5 in \(2.5,\)", id="zeros-float"),
+    pytest.param(lambda: mg.ones((2, 3.0)), TypeError,
+                 r"ones: sizes must be integers, got 3.0 in \(2, 3.0\)", id="ones-float"),
+    pytest.param(lambda: mg.randn(2, -1), ValueError,
+                 r"randn: sizes must not be negative, got -1 in \(2, -1\)", id="randn-negative"),
     pytest.param(lambda: x23().__iadd__(1.0), RuntimeError,
                  "in-place update of a tensor that requires grad", id="in-place-on-requires-grad"),
 ]
@@ -127,3 +151,13 @@ def test_masked_fill_with_a_mask_that_does_not_broadcast_names_both_shapes():
     x = mg.randn(2, 3)
     with pytest.raises(ValueError, match=r"masked_fill: mask of shape \(2,\) does not broadcast to \(2, 3\)"):
         x.masked_fill(mg.tensor([True, False]), 0.0)
+
+
+def test_split_and_chunk_still_cover_every_element():
+    # The checks above must not reject what PyTorch accepts.
+    assert [t.shape for t in mg.zeros(0, 2).split(0)] == [(0, 2)]  # size 0 splits an empty dim
+    assert [t.shape for t in mg.ones(5).split([2, 0, 3])] == [(2,), (0,), (3,)]
+    assert [t.shape for t in mg.ones(5).split(np.int64(2))] == [(2,), (2,), (1,)]
+    assert [t.shape for t in mg.ones(5, 2).chunk(2)] == [(3, 2), (2, 2)]
+    for size in [(np.array([2, 3]),), ([2, 3],), (np.int64(2), 3)]:
+        assert mg.zeros(*size).shape == (2, 3)
