@@ -91,10 +91,11 @@ HINTS: dict[str, str] = {
         "the axes that broadcasting added or stretched (keeping none of them)."
     ),
     "heads_merged_wrong": (
-        "Your heads are merged without moving the head axis back next to the feature axis: "
-        "reshaping (B, H, T, D) straight to (B, T, H*D) mixes positions of different heads. "
-        "The output of each position must be concat(head_1, ..., head_H) at that position; look "
-        "at the axis order before the final reshape."
+        "Your heads are split or merged with a reshape alone, without moving the head axis: "
+        "reshaping (B, H, T, D) straight to (B, T, H*D) (or (B, T, C) straight to (B, H, T, D)) "
+        "keeps the numbers in memory order and mixes positions of different heads. Head h must "
+        "hold features h*D .. (h+1)*D - 1 of every position, and the output at position t must "
+        "be concat(head_1[t], ..., head_H[t]); look at the axis order around each reshape."
     ),
 }
 

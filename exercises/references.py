@@ -66,3 +66,20 @@ def cross_entropy(x: Tensor, t: Tensor) -> Tensor:
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x W^T + b (minigrad.nn.kernels.Linear)."""
     return Linear.apply(x, weight) if bias is None else Linear.apply(x, weight, bias)
+
+
+def split_heads(x: Tensor, num_heads: int) -> Tensor:
+    B, T, C = x.shape
+    return x.reshape(B, T, num_heads, C // num_heads).transpose(1, 2)  # (B, H, T, D)
+
+
+def merge_heads(x: Tensor) -> Tensor:
+    B, H, T, D = x.shape
+    return x.transpose(1, 2).reshape(B, T, H * D)
+
+
+def multi_head(q: Tensor, k: Tensor, v: Tensor, num_heads: int,
+               mask: np.ndarray | Tensor | None = None) -> Tensor:
+    """The core of minigrad.nn.MultiheadAttention (without the projections)."""
+    heads = [split_heads(t, num_heads) for t in (q, k, v)]
+    return merge_heads(attention(*heads, mask=mask))

@@ -115,8 +115,18 @@ WRONG += [
     ("cross_entropy", "sign_error", [CE_FORWARD, CE_BACKWARD.replace("g * dx", "-g * dx")]),
     ("cross_entropy", "ignores_upstream_grad", [CE_FORWARD, CE_BACKWARD.replace("g * dx", "dx")]),
 ]
+SPLIT = "B, T, C = x.shape\nreturn x.reshape(B, T, num_heads, C // num_heads).transpose(1, 2)"
+MERGE = "B, H, T, D = x.shape\nreturn x.transpose(1, 2).reshape(B, T, H * D)"
+ATTEND = ("heads = [split_heads(t, num_heads) for t in (q, k, v)]\n"
+          "return merge_heads(F.scaled_dot_product_attention(*heads, mask=mask))")
+WRONG += [
+    ("multi_head", "heads_merged_wrong",
+     [SPLIT, "B, H, T, D = x.shape\nreturn x.reshape(B, T, H * D)", ATTEND]),
+    ("multi_head", "heads_merged_wrong",
+     ["B, T, C = x.shape\nreturn x.reshape(B, num_heads, T, C // num_heads)", MERGE, ATTEND]),
+]
 # Codes for tasks not written yet (see catalogue.ORDER): their wrong files come with the task.
-LATER = {"heads_merged_wrong": "multi_head"}
+LATER: dict[str, str] = {}
 
 
 def student_file(tmp_path: Path, task: str, body: str | list[str]) -> str:
