@@ -77,6 +77,10 @@ class TorchExport(torch.nn.Module):
         self._model, self._fn, self._name = model, fn, name
         params = list(model.named_parameters())
         self.program = self._trace(arrays, params, grad=True)
+        unmapped = sorted({n.op.__name__ for n in self.program.nodes if n.op not in TORCH_OPS})
+        if unmapped:
+            raise NotImplementedError(f"to_torch: {name} runs ops with no torch twin in TORCH_OPS: "
+                                      + ", ".join(unmapped))
         self.dynamic = True  # until the second trace shows the program fits every batch size
         if batch is not None:
             doubled = [a if a is None or not s.batched else np.concatenate([a, a])
@@ -216,10 +220,7 @@ class TorchExport(torch.nn.Module):
             opts = {k: option(v) for k, v in node.options.items()}
             if node.op in RANDOM_OPS:
                 opts["training"] = self.training
-            try:
-                out = TORCH_OPS[node.op](*args, **opts)
-            except KeyError:
-                raise NotImplementedError(f"to_torch: no torch mapping for {node.op.__name__}") from None
+            out = TORCH_OPS[node.op](*args, **opts)
             values.append(out if flag.grad or not out.requires_grad else out.detach())
 
         def build(s: Any) -> Any:

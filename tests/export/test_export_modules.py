@@ -179,3 +179,39 @@ def test_dropout_trains_in_torch():
         assert torch.allclose(y[kept], torch.tensor(1 / 0.75))
         exported.eval()
         assert torch.equal(exported(torch.ones(4, 1000)), torch.ones(4, 1000))
+
+
+# ----------------------------------------------------------------------------- what cannot be exported
+
+
+def test_calls_that_do_not_fit_the_trace_are_refused():
+    exported = to_torch(nn.Linear(3, 2), np.zeros((2, 3), dtype=np.float32))
+    with pytest.raises(TypeError, match="exported with 1 inputs, called with 2"):
+        exported(torch.zeros(2, 3), torch.zeros(2, 3))
+    with pytest.raises(ValueError, match=r"input 0 of Linear.forward has shape \(2, 4\).*\(B, 3\)"):
+        exported(torch.zeros(2, 4))
+    with pytest.raises(AttributeError, match="Linear has no method 'los'"):
+        to_torch(nn.Linear(3, 2), np.zeros((2, 3)), method="los")
+
+
+def test_data_dependent_control_flow_is_caught_when_it_changes():
+    """A padding mask computed with numpy makes the program dynamic (traced again per call);
+    when the new inputs take another path through Python, the call says so."""
+    def fn(model, x, keep):
+        y = model(x).masked_fill(mg.tensor(~keep.data[..., None]), 0.0)
+        return y.relu() if keep.data.all() else y.tanh()
+
+    keep = np.ones((2, 4), dtype=bool)
+    exported = to_torch(nn.Linear(3, 2), np.zeros((2, 4, 3), dtype=np.float32), keep, method=fn)
+    assert exported.dynamic
+    exported(torch.zeros(3, 4, 3), torch.ones(3, 4, dtype=torch.bool))
+    with pytest.raises(RuntimeError, match="ran different ops on these inputs than on the example"):
+        exported(torch.zeros(3, 4, 3), torch.zeros(3, 4, dtype=torch.bool))
+
+
+def test_attention_weights_cannot_be_exported():
+    def weights(model, x):
+        return model(x, x, x, need_weights=True)
+
+    with pytest.raises(RuntimeError, match="need_weights or record_attention"):
+        to_torch(nn.MultiheadAttention(4, 2), np.zeros((1, 3, 4), dtype=np.float32), method=weights)
