@@ -90,6 +90,16 @@ HINTS: dict[str, str] = {
         "gradient is the sum over the copies: the adjoint of broadcasting is a sum. Sum over "
         "the axes that broadcasting added or stretched (keeping none of them)."
     ),
+    "sin_cos_swapped": (
+        "Your table has the cosines in the even columns and the sines in the odd ones. The "
+        "formula puts sin in column 2i and cos in column 2i + 1 (so position 0 reads 0, 1, 0, "
+        "1, ...). Look at which function fills which columns."
+    ),
+    "wrong_frequency": (
+        "Your frequencies are off: the table matches pos / 10000^(i / d) where the formula has "
+        "pos / 10000^(2i / d). i counts column pairs, and the exponent uses the even column "
+        "index 2i of the pair; look at the exponent."
+    ),
     "heads_merged_wrong": (
         "Your heads are split or merged with a reshape alone, without moving the head axis: "
         "reshaping (B, H, T, D) straight to (B, T, H*D) (or (B, T, C) straight to (B, H, T, D)) "

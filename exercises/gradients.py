@@ -70,6 +70,9 @@ def backward_of(fn: Fn, case: Case, g: np.ndarray | None, op: type | None = None
         raise Fail(f"returned a {type(out).__name__}, not a Tensor")
     if g is None:
         return Run(out.data, {})
+    if not out.requires_grad:
+        raise Fail("the output is not connected to the inputs in the graph (no gradient can flow): "
+                   "compute it with Tensor operations, not on .data or numpy arrays")
     error = None
     autograd._backward_observers.append(observe)
     try:

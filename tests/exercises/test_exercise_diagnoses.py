@@ -125,6 +125,20 @@ WRONG += [
     ("multi_head", "heads_merged_wrong",
      ["B, T, C = x.shape\nreturn x.reshape(B, num_heads, T, C // num_heads)", MERGE, ATTEND]),
 ]
+TABLE = """pos = np.arange(max_len)[:, None]
+angle = pos / 10000 ** (np.arange(0, d, 2) / d)
+pe = np.zeros((max_len, d))
+pe[:, 0::2] = np.sin(angle)
+pe[:, 1::2] = np.cos(angle[:, : d // 2])
+return pe"""
+ADD = "return x + Tensor(table[: x.shape[-2]])"
+WRONG += [
+    ("positional_encoding", "sin_cos_swapped",
+     [TABLE.replace("pe[:, 0::2] = np.sin(angle)\npe[:, 1::2] = np.cos(angle[:, : d // 2])",
+                    "pe[:, 0::2] = np.cos(angle)\npe[:, 1::2] = np.sin(angle[:, : d // 2])"), ADD]),
+    ("positional_encoding", "wrong_frequency",  # i / d where 2i / d belongs
+     [TABLE.replace("np.arange(0, d, 2) / d", "np.arange(d // 2 + d % 2) / d"), ADD]),
+]
 # Codes for tasks not written yet (see catalogue.ORDER): their wrong files come with the task.
 LATER: dict[str, str] = {}
 
