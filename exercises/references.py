@@ -83,3 +83,13 @@ def multi_head(q: Tensor, k: Tensor, v: Tensor, num_heads: int,
     """The core of minigrad.nn.MultiheadAttention (without the projections)."""
     heads = [split_heads(t, num_heads) for t in (q, k, v)]
     return merge_heads(attention(*heads, mask=mask))
+
+
+def additive_attention(query: Tensor, keys: Tensor, values: Tensor, w_q: Tensor, w_k: Tensor, v: Tensor,
+                       mask: np.ndarray | Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """minigrad.nn.AdditiveAttention with the given weights: (context, weights)."""
+    from minigrad.nn import AdditiveAttention
+
+    layer = AdditiveAttention(query.shape[-1], keys.shape[-1], w_q.shape[0])
+    layer.w_q.weight, layer.w_k.weight, layer.v.weight = w_q, w_k, v.reshape(1, v.shape[0])
+    return layer(query, keys, values, mask=mask)

@@ -139,6 +139,20 @@ WRONG += [
     ("positional_encoding", "wrong_frequency",  # i / d where 2i / d belongs
      [TABLE.replace("np.arange(0, d, 2) / d", "np.arange(d // 2 + d % 2) / d"), ADD]),
 ]
+ADDITIVE = """q = (query @ w_q.transpose(0, 1)).unsqueeze(2)
+k = (keys @ w_k.transpose(0, 1)).unsqueeze(1)
+e = (q + k).tanh() @ v
+if mask is not None:
+    e = e.masked_fill(~mask, -math.inf)
+a = e.softmax(dim=-1)
+return a @ values, a"""
+WRONG += [
+    ("additive_attention", "mask_not_minus_inf", ADDITIVE.replace("-math.inf", "0.0")),
+    ("additive_attention", "mask_after_softmax",
+     ADDITIVE.replace("    e = e.masked_fill(~mask, -math.inf)\na = e.softmax(dim=-1)",
+                      "    e = e.softmax(dim=-1).masked_fill(~mask, 0.0)\n"
+                      "a = e if mask is not None else e.softmax(dim=-1)")),
+]
 # Codes for tasks not written yet (see catalogue.ORDER): their wrong files come with the task.
 LATER: dict[str, str] = {}
 
