@@ -23,6 +23,12 @@
 # 4. causal masking in a decoder layer: later tokens cannot change earlier outputs;
 # 5. cross-attention: `Q` (N x d_k) and `K` (M x d_k) give an N x M attention matrix;
 # 6. the catch: the attention matrix is N x N, so cost grows as O(N^2).
+#
+# **Where this departs from the notes.** The layer here is the notes' post-norm layer; the
+# models of tutorials 04 and 09 (GPT, ViT) use the pre-norm variant instead (tutorial 10). The
+# notes write the projections as `Q = X W^(q)` without a bias; `nn.Linear` stores its weight
+# as (out, in), PyTorch's layout, computes `X W^T + b`, and has a bias unless `bias=False`.
+# The notes leave the MLP's activation open; here it is ReLU (PyTorch's default).
 
 # %%
 import math

@@ -24,13 +24,16 @@
 #
 # (`minigrad train gpt` trains the bigger "quick" model on the whole corpus, with checkpoints
 # and a progress bar; this notebook writes the loop out.)
+#
+# **Where this departs from the notes.** The notes' transformer layer is post-norm,
+# `Z = LayerNorm(X + MHA(X))`; this GPT (like GPT-2) is **pre-norm**, `Z = X + MHA(LayerNorm(X))`,
+# with one more LayerNorm before the head: tutorial 10 shows the difference and why both
+# exist. Its MLP uses GELU (GPT-2's tanh form) where the notes draw a generic MLP, its
+# positions are learned vectors rather than the fixed sinusoids of tutorial 03, and the output
+# head shares its weights with the token embedding (weight tying, as in GPT-2).
 
 # %%
-import importlib.util
 import math
-import os
-import sys
-import tempfile
 import time
 
 import numpy as np
@@ -41,13 +44,11 @@ import minigrad.optim as optim
 from minigrad.models.data import CharTokenizer, stdlib_corpus, train_val_split
 from minigrad.models.gpt import GPT, GPTConfig
 from minigrad.models.train import TrainConfig, make_optimizer
-from minigrad.viz import plot_attention
+from minigrad.viz import plot_attention, show, use_script_backend
 
-HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
-if HAVE_MATPLOTLIB and "ipykernel" not in sys.modules:
-    import matplotlib
-
-    matplotlib.use("Agg")  # run as a script: draw off-screen, never open a window
+# show(fig) draws a figure inline in a notebook; a script draws off-screen and keeps the figures
+# only when MINIGRAD_FIGURES names a folder. Without matplotlib the pictures are skipped.
+HAVE_MATPLOTLIB = use_script_backend()
 mg.set_num_threads(1)  # small matrices: BLAS threads cost more than they save
 mg.manual_seed(0)  # initialisation and sampling
 np.set_printoptions(precision=3, suppress=True)
@@ -145,13 +146,14 @@ assert np.mean(losses[-50:]) < np.mean(losses[:50]) - 1.0 and end_val < start_va
 if HAVE_MATPLOTLIB:
     import matplotlib.pyplot as plt
 
-    curve, ax = plt.subplots(figsize=(5, 2.6), layout="constrained")  # a notebook shows it
+    curve, ax = plt.subplots(figsize=(5, 2.6), layout="constrained")
     ax.plot(losses, lw=0.8, label="train (one batch)")
     ax.plot(np.convolve(losses, np.ones(25) / 25, mode="valid"), label="train (mean of 25)")
     ax.axhline(end_val, color="gray", ls="--", label=f"validation {end_val:.2f}")
     ax.set_xlabel("step")
     ax.set_ylabel("cross-entropy")
     ax.legend()
+    show(curve, "loss")
 
 # %% [markdown]
 # ## Sampling
@@ -236,6 +238,5 @@ print("head 0 of blocks.0.attn, the last query:", first[0, -1].round(2))
 # %%
 if HAVE_MATPLOTLIB:
     fig = plot_attention({name: maps.weights(name)[0] for name in maps.names()}, x_tokens=list(probe))
-    with tempfile.TemporaryDirectory() as tmp:  # a notebook shows the figure; a script renders it here
-        fig.savefig(os.path.join(tmp, "gpt_attention.png"))
+    show(fig, "gpt_attention")
     print("plotted", len(fig.axes) - 1, "heads")  # and one colour bar
