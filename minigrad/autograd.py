@@ -1,87 +1,40 @@
-"""The autograd engine: `Function` (one differentiable op), grad mode, and reverse-mode backward.
+"""The autograd engine: `Function` (one differentiable op) and reverse-mode backward.
 
 An op is a `Function` subclass with `forward(ctx, *arrays, **options)` and
 `backward(ctx, g)` side by side, both on plain numpy arrays. `Op.apply(*tensors)` runs the
 forward and, when a gradient is wanted, records the node that `Tensor.backward` later visits.
+Grad mode, the module scope and the debugging hooks are per thread (grad_mode.py); a
+tensor changed in place after an op saved it makes backward raise (versions.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Callable
 
 import numpy as np
 
-# ----------------------------------------------------------------------------- grad mode
+from . import versions as _versions
+from .grad_mode import DEFAULT as _DEFAULT
+from .grad_mode import (  # noqa: F401  (re-exported: minigrad and nn import them from here)
+    current_scope,
+    enable_grad,
+    is_grad_enabled,
+    module_scope,
+    no_grad,
+)
+from .grad_mode import get as _get_state
+from .grad_mode import own as _own_state
 
-_grad_enabled = True
-
-
-def is_grad_enabled() -> bool:
-    """True when ops record the graph (the default); False inside `no_grad()`."""
-    return _grad_enabled
-
-
-class no_grad(contextlib.ContextDecorator):
-    """Context manager and decorator that stops ops from recording the graph.
-
-    Example:
-        >>> with no_grad():
-        ...     w -= lr * w.grad      # an update is not part of the model
-    """
-
-    def __init__(self) -> None:
-        # A stack, not one slot: a decorated function that calls itself enters this same
-        # object again before leaving it.
-        self._prev: list[bool] = []
-
-    def __enter__(self) -> None:
-        global _grad_enabled
-        self._prev.append(_grad_enabled)
-        _grad_enabled = False
-
-    def __exit__(self, *exc: object) -> None:
-        global _grad_enabled
-        _grad_enabled = self._prev.pop()
+# The names this module had before grad mode became per thread; reading one gives the
+# calling thread's value (so `autograd._forward_checks.append(check)` hooks this thread only).
+_PER_THREAD = {"_grad_enabled": "grad_enabled", "_scope": "scope",
+               "_forward_checks": "forward_checks", "_backward_observers": "backward_observers"}
 
 
-class enable_grad(no_grad):
-    """Turn graph recording back on inside a `no_grad()` block."""
-
-    def __enter__(self) -> None:
-        global _grad_enabled
-        self._prev.append(_grad_enabled)
-        _grad_enabled = True
-
-
-# ----------------------------------------------------------------------------- module scope hook
-
-# The core knows nothing of nn.Module. nn pushes the running module here (see
-# `module_scope`), and every recorded node keeps the tuple of modules it ran inside, so that
-# graph drawings can group nodes into clusters by module.
-_scope: tuple = ()
-
-
-@contextlib.contextmanager
-def module_scope(module: Any):
-    """Tag every node recorded inside the block as running inside `module`."""
-    global _scope
-    prev = _scope
-    _scope = prev + (module,)
-    try:
-        yield
-    finally:
-        _scope = prev
-
-
-def current_scope() -> tuple:
-    """The modules (outermost first) that new nodes are tagged with; () outside any."""
-    return _scope
-
-
-# Called as check(ctx, inputs, out) after every forward (ctx.scope is not set yet; use
-# current_scope()); `detect_anomaly` plugs in here. Costs one `if list:` when empty.
-_forward_checks: list[Callable[..., None]] = []
+def __getattr__(name: str) -> Any:
+    if name in _PER_THREAD:
+        return getattr(_own_state(), _PER_THREAD[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ----------------------------------------------------------------------------- Function
@@ -105,9 +58,14 @@ class Function:
     scope: tuple = ()
     out_hooks: list | None = None  # hooks of the output tensor (register_hook on a non-leaf)
     retained: Any = None  # weakref to the output tensor when it asked to retain_grad()
+    edits: int = 0  # the global count of in-place edits when forward ran (see versions.py)
 
     def save_for_backward(self, *arrays: Any) -> None:
-        """Keep arrays for backward; the engine frees them once backward has used them."""
+        """Keep arrays for backward; the engine frees them once backward has used them.
+
+        Saving an input's array (or the output) is safe against in-place changes: if that
+        tensor is changed in place before backward, backward raises instead of using it.
+        """
         self.saved = arrays
 
     @classmethod
@@ -117,15 +75,17 @@ class Function:
         out = cls.forward(ctx, *[t.data for t in inputs], **options)
         if type(out) is not np.ndarray:  # numpy reductions return scalars
             out = np.asarray(out)
-        if _forward_checks:
-            for check in _forward_checks:
+        state = _get_state(_DEFAULT)  # this thread's grad mode, module scope and hooks
+        if state.forward_checks:
+            for check in state.forward_checks:
                 check(ctx, inputs, out)
-        if _grad_enabled:
+        if state.grad_enabled:
             needs = tuple([t.requires_grad for t in inputs])
             if True in needs:
                 ctx.inputs = inputs
                 ctx.needs_input_grad = needs
-                ctx.scope = _scope
+                ctx.scope = state.scope
+                ctx.edits = _versions.edits
                 return Tensor._make(out, ctx)
         return Tensor._make(out, None)
 
@@ -194,11 +154,6 @@ def _toposort(root: Function) -> list[Function]:
     return order
 
 
-# Called as observer(node, g, grads) after each node's backward, before the engine sums a
-# gradient back over broadcast axes; `detect_anomaly` and `trace_backward` plug in here.
-_backward_observers: list[Callable[..., None]] = []
-
-
 def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None:
     """Propagate `grad` (d loss / d root) to every leaf that requires grad.
 
@@ -211,6 +166,8 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
         _add_leaf(leaves, root, grad)
     else:
         pending: dict[int, np.ndarray] = {id(root._node): grad}
+        observers = _get_state(_DEFAULT).backward_observers
+        edits = _versions.edits
         for node in _toposort(root._node):
             g = pending.pop(id(node), None)
             if g is None:  # no gradient reached this node (e.g. an unused output)
@@ -220,6 +177,8 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
                     f"backward: the graph through {node.name} was already freed by an earlier "
                     "backward; pass retain_graph=True to the first backward to go back twice"
                 )
+            if node.edits != edits:  # something was changed in place since its forward ran
+                _versions.check(node)
             if node.out_hooks:
                 for hook in node.out_hooks:
                     g = _run_hook(hook, g)
@@ -235,7 +194,7 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
                     f"{node.name}.backward returned {len(grads)} gradients for "
                     f"{len(node.inputs)} inputs (return None for an input without one)"
                 )
-            for observer in _backward_observers:
+            for observer in observers:
                 observer(node, g, grads)
             if not retain_graph:
                 node.saved = None

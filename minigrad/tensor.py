@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from . import autograd
+from . import autograd, versions
 from .ops.elementwise import (
     Add,
     Div,
@@ -26,6 +26,8 @@ from .tensor_math import MathMethods
 from .tensor_shape import ShapeMethods
 
 Dim = int | Sequence[int] | None
+# bool < integer < float < complex: an in-place result may not move up this order.
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 
 def to_array(data: Any, dtype: Any = None) -> np.ndarray:
@@ -177,8 +179,18 @@ class Tensor(MathMethods, ShapeMethods):
         return self
 
     def detach(self) -> Tensor:
-        """The same values (shared array), cut from the graph."""
+        """The same values (shared array, so shared version counter), cut from the graph.
+
+        Changing the result in place changes this tensor too, so backward through a graph
+        that saved this tensor then raises (see `_version`).
+        """
         return Tensor._make(self.data, None)
+
+    @property
+    def _version(self) -> int:
+        """How many times this tensor's storage (shared with its views and detach()) was
+        changed in place. Backward raises when an array some op saved has changed since."""
+        return versions.version(self.data)
 
     def retain_grad(self) -> None:
         """Keep `.grad` on this intermediate tensor after backward (leaves always keep it)."""
@@ -317,26 +329,45 @@ class Tensor(MathMethods, ShapeMethods):
     def matmul(self, other: Any) -> Tensor:
         return self @ other
 
-    def _inplace(self, other: Any, op: Callable) -> Tensor:
-        # In-place updates are for optimizers and initializers, outside the graph.
+    def _inplace(self, other: Any, op: Callable, symbol: str) -> Tensor:
+        """self <op>= other in this tensor's own array, then a new version (see `_version`).
+
+        In-place updates are for optimizers and initializers, outside the graph. As in
+        PyTorch, the result must keep this tensor's kind of dtype: `int_tensor += 0.7` raises
+        rather than truncating (float32 += float64 is fine: same kind, rounded).
+        """
         if autograd.is_grad_enabled() and self.requires_grad:
             raise RuntimeError(
-                "in-place update of a tensor that requires grad; wrap it in `with no_grad():`"
+                f"{symbol}: in-place update of a tensor that requires grad; wrap it in `with no_grad():`"
             )
-        op(self.data, getattr(other, "data", other), out=self.data, casting="unsafe")
+        value = getattr(other, "data", other)
+        if not isinstance(value, (bool, int, float, complex)):
+            value = np.asarray(value)  # Python scalars stay weak: int64 += 1 stays int64
+        result = np.result_type(self.data, value)
+        if op is np.true_divide and result.kind in "biu":
+            result = np.dtype(np.float64)
+        if _KIND_RANK[result.kind] > _KIND_RANK[self.dtype.kind]:
+            what = type(value).__name__ if not isinstance(value, np.ndarray) else str(value.dtype)
+            raise TypeError(
+                f"{symbol}: the result of {self.dtype} {symbol[0]} {what} is {result}, which an "
+                f"{self.dtype} tensor cannot hold in place; write x = x {symbol[0]} y for a new "
+                "tensor, or convert first (x = x.float())"
+            )
+        op(self.data, value, out=self.data, casting="unsafe")
+        versions.bump(self.data)
         return self
 
     def __iadd__(self, other: Any) -> Tensor:
-        return self._inplace(other, np.add)
+        return self._inplace(other, np.add, "+=")
 
     def __isub__(self, other: Any) -> Tensor:
-        return self._inplace(other, np.subtract)
+        return self._inplace(other, np.subtract, "-=")
 
     def __imul__(self, other: Any) -> Tensor:
-        return self._inplace(other, np.multiply)
+        return self._inplace(other, np.multiply, "*=")
 
     def __itruediv__(self, other: Any) -> Tensor:
-        return self._inplace(other, np.true_divide)
+        return self._inplace(other, np.true_divide, "/=")
 
     # ------------------------------------------------------------------ comparisons (no grad)
 

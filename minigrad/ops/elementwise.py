@@ -18,8 +18,6 @@ def promote(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     floating one takes the floating dtype (numpy turns int64 with float32 into float64; so
     `int_tensor + 0.5` is float32, as in PyTorch). Other pairs promote as in numpy."""
     da, db = a.dtype, b.dtype
-    if da is db:  # the common case, one identity test
-        return a, b
     fa, fb = da.kind in "fc", db.kind in "fc"
     if fa and not fb and db.kind in "iub":
         return a, b.astype(da)
@@ -42,7 +40,8 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        a, b = promote(a, b)
+        if a.dtype is not b.dtype:  # int with float: see promote
+            a, b = promote(a, b)
         return a + b
 
     @staticmethod
@@ -55,7 +54,8 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        a, b = promote(a, b)
+        if a.dtype is not b.dtype:  # int with float: see promote
+            a, b = promote(a, b)
         return a - b
 
     @staticmethod
@@ -68,7 +68,8 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        a, b = promote(a, b)
+        if a.dtype is not b.dtype:  # int with float: see promote
+            a, b = promote(a, b)
         ctx.save_for_backward(a, b)
         return a * b
 
@@ -84,7 +85,8 @@ class Div(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        a, b = true_div_operands(a, b)
+        if a.dtype is not b.dtype or a.dtype.kind in "iub":
+            a, b = true_div_operands(a, b)
         z = a / b
         ctx.save_for_backward(b, z)
         return z
@@ -131,7 +133,8 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        a, b = promote(a, b)
+        if a.dtype is not b.dtype:  # int with float: see promote
+            a, b = promote(a, b)
         z = power(a, b)
         ctx.save_for_backward(a, b, z)
         return z
@@ -272,7 +275,8 @@ class Maximum(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        a, b = promote(a, b)
+        if a.dtype is not b.dtype:  # int with float: see promote
+            a, b = promote(a, b)
         ctx.save_for_backward(a, b)
         return np.maximum(a, b)
 
@@ -287,7 +291,8 @@ class Minimum(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        a, b = promote(a, b)
+        if a.dtype is not b.dtype:  # int with float: see promote
+            a, b = promote(a, b)
         ctx.save_for_backward(a, b)
         return np.minimum(a, b)
 
@@ -332,7 +337,7 @@ class Where(Function):
     def forward(ctx, cond, a, b):
         cond = cond.astype(bool, copy=False)
         ctx.save_for_backward(cond)
-        return np.where(cond, *promote(a, b))
+        return np.where(cond, *promote(a, b))  # (not a hot path: no inline check)
 
     @staticmethod
     def backward(ctx, g):

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..autograd import enable_grad
 from ..tensor import Tensor
+from ..versions import bump
 
 Params = Iterable[Tensor] | Iterable[dict[str, Any]]
 
@@ -110,6 +111,9 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; parameters whose grad is None are skipped.
 
+        The update is in place, so it bumps each parameter's version: a backward through a
+        graph recorded before the step raises instead of using the new values.
+
         Args:
             closure: optional function that clears the gradients, recomputes the loss,
                 calls backward and returns the loss (run with grad mode on).
@@ -126,6 +130,7 @@ class Optimizer:
                 continue
             state = self.state.get(i, {})
             self._update(p.data, p.grad, state, group)
+            bump(p.data)  # so a backward through a graph made before this step raises
             if state:  # plain SGD keeps no buffers, so no entry
                 self.state[i] = state
         return loss
