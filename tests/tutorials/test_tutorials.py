@@ -1,58 +1,141 @@
-"""The tutorials run as scripts (each checks its own numbers with assert, and leaves no file
-behind), and the lecture's worked example comes out with the notes' numbers."""
+"""Every numbered tutorial runs twice: as a script (each checks its own numbers with assert and
+leaves no file behind; its figures are saved to a MINIGRAD_FIGURES folder outside its working
+directory) and as a notebook in a Jupyter kernel (no cell error, and an inline PNG wherever the
+tutorial draws). Then the numbers the tutorials print, and the lecture's worked example."""
 
 import ast
+import json
 import os
 import re
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-TUTORIALS = Path(__file__).resolve().parents[2] / "tutorials"
+ROOT = Path(__file__).resolve().parents[2]
+TUTORIALS = ROOT / "tutorials"
 SCRIPTS = sorted(p.name for p in TUTORIALS.glob("[0-9][0-9]_*.py"))
+RUN_NOTEBOOK = Path(__file__).resolve().with_name("run_notebook.py")
+CONCURRENCY = 2  # the machines this runs on have 2 cores; every run is single-threaded
+TIMEOUT = 300  # seconds for one run; a tutorial should take well under a minute
+# A tutorial draws when it uses matplotlib itself, or minigrad's show() / plot_* helpers.
+DRAWS = re.compile(r"^[^#\n]*(\bmatplotlib\b|\bplt\.|\bshow\(|\bplot_\w+\()", re.MULTILINE)
+
+
+def draws(name: str) -> bool:
+    return DRAWS.search((TUTORIALS / name).read_text()) is not None
 
 
 def test_every_numbered_tutorial_is_found():
-    assert SCRIPTS == ["01_autograd.py", "02_attention_by_hand.py", "03_transformer_layer.py", "04_gpt.py"]
+    """The tutorials are numbered 01, 02, ... without gaps or repeats, and tutorials/README.md
+    lists every one."""
+    numbers = [int(name[:2]) for name in SCRIPTS]
+    assert len(SCRIPTS) >= 4 and numbers == list(range(1, len(SCRIPTS) + 1)), SCRIPTS
+    readme = (TUTORIALS / "README.md").read_text()
+    missing = [name for name in SCRIPTS if f"`{name}`" not in readme]
+    assert not missing, f"tutorials/README.md does not list {missing}"
+
+
+@dataclass
+class Run:
+    """One run of a tutorial: as a "script" or in a "kernel"."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    left: list[str]  # files left in its working directory
+    seconds: float
+    figures: list[str] = field(default_factory=list)  # script: PNGs saved to MINIGRAD_FIGURES
+    notebook: dict = field(default_factory=dict)  # kernel: the executed notebook
+
+
+def _run(kind: str, name: str, base: Path) -> Run:
+    """Run one tutorial in its own Python (and, for "kernel", its own Jupyter kernel), with an
+    empty working directory and one BLAS thread."""
+    work, out = base / "work", base / "out"
+    work.mkdir(parents=True)
+    out.mkdir()
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               MINIGRAD_FIGURES=str(out / "figures"))
+    if kind == "script":
+        env["MPLBACKEND"] = "Agg"
+        command = [sys.executable, str(TUTORIALS / name)]
+    else:
+        env.pop("MPLBACKEND", None)  # the kernel picks its inline backend
+        env.pop("MINIGRAD_FIGURES", None)
+        command = [sys.executable, str(RUN_NOTEBOOK), str(TUTORIALS / name), str(work),
+                   str(out / "run.ipynb")]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+        code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as e:
+        code, stdout = -1, e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        stderr = f"(killed after {TIMEOUT} s)"
+    seconds = time.perf_counter() - t0
+    run = Run(code, stdout, stderr, sorted(p.name for p in work.iterdir()), seconds)
+    if kind == "script" and (out / "figures").is_dir():
+        run.figures = sorted(p.name for p in (out / "figures").iterdir())
+    if kind == "kernel" and (out / "run.ipynb").exists():
+        run.notebook = json.loads((out / "run.ipynb").read_text())
+    return run
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Run every tutorial as a script, all at once (they are independent), each in its own
-    Python and its own empty working directory. Returns name -> (returncode, stdout, stderr,
-    files left in the working directory)."""
-    env = dict(os.environ, MPLBACKEND="Agg", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-               MKL_NUM_THREADS="1")
-    procs = {}
-    for name in SCRIPTS:
-        cwd = tmp_path_factory.mktemp(name.removesuffix(".py"))
-        procs[name] = (cwd, subprocess.Popen([sys.executable, str(TUTORIALS / name)], cwd=cwd, env=env,
-                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    results = {}
-    for name, (cwd, proc) in procs.items():
-        try:
-            out, err = proc.communicate(timeout=240)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-            err += "\n(killed after 240 s)"
-        results[name] = (proc.returncode, out, err, sorted(p.name for p in cwd.iterdir()))
+    """Every tutorial as a script and in a kernel, CONCURRENCY runs at a time (the slowest
+    tutorials first). Returns {(kind, name): Run}; prints the time of every run."""
+    jobs = [(kind, name) for name in SCRIPTS for kind in ("kernel", "script")]
+    jobs.sort(key=lambda job: -(TUTORIALS / job[1]).stat().st_size)  # longer files train more
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(CONCURRENCY) as pool:
+        futures = {job: pool.submit(_run, *job, tmp_path_factory.mktemp(f"{job[0]}-{job[1][:2]}"))
+                   for job in jobs}
+        results = {job: future.result() for job, future in futures.items()}
+    total = time.perf_counter() - t0
+    print(f"\n{len(jobs)} tutorial runs, {CONCURRENCY} at a time: {total:.0f} s")
+    for (kind, name), run in sorted(results.items(), key=lambda item: item[0][::-1]):
+        print(f"  {name:34s} {kind:6s} {run.seconds:6.1f} s")
     return results
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_tutorial_runs_as_a_script_and_leaves_no_files(runs, name):
-    code, out, err, left = runs[name]
-    assert code == 0, f"{name} failed:\n{err[-3000:]}"
-    assert out.strip(), f"{name} printed nothing"
-    assert left == [], f"{name} wrote files into its working directory: {left}"
+    run = runs["script", name]
+    assert run.returncode == 0, f"{name} failed:\n{run.stderr[-3000:]}"
+    assert run.stdout.strip(), f"{name} printed nothing"
+    assert run.left == [], f"{name} wrote files into its working directory: {run.left}"
+    if draws(name):  # MINIGRAD_FIGURES keeps them, named after the script
+        named = [f for f in run.figures if f.startswith(name[:-3] + "-") and f.endswith(".png")]
+        assert named and named == run.figures, f"{name} draws, but saved {run.figures} to MINIGRAD_FIGURES"
+
+
+def _outputs(notebook: dict) -> list[dict]:
+    cells = [cell for cell in notebook.get("cells", []) if cell["cell_type"] == "code"]
+    return [out for cell in cells for out in cell["outputs"]]
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_tutorial_runs_in_a_jupyter_kernel(runs, name):
+    run = runs["kernel", name]
+    assert run.returncode == 0, f"{name} failed in the kernel:\n{run.stderr[-4000:]}"
+    outputs = _outputs(run.notebook)
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    printed = [o for o in outputs if o["output_type"] == "stream" and o["name"] == "stdout"]
+    assert printed, f"{name} printed nothing"
+    assert run.left == [], f"{name} wrote files into the kernel's working directory: {run.left}"
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    if draws(name):
+        assert images, f"{name} draws, but no cell shows an inline PNG"
 
 
 def _lines(runs, name, pattern):
-    found = re.findall(pattern, runs[name][1], flags=re.MULTILINE)
+    found = re.findall(pattern, runs["script", name].stdout, flags=re.MULTILINE)
     assert found, f"{name}: no line matches {pattern!r}"
     return found
 
