@@ -53,9 +53,10 @@ def _as_array(x: Any) -> np.ndarray | None:
 
 def _mg_inputs(arrays: list[Any]) -> list[Any]:
     """minigrad Tensors for tracing; float ones require grad, so that the trace tells which
-    ops lie on a differentiable path from them."""
+    ops lie on a differentiable path from them. Each gets its own copy of the array: the
+    trace tells inputs apart by their arrays, and one array may be passed twice."""
     return [a if not isinstance(a, np.ndarray)
-            else Tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+            else Tensor(a.copy(), requires_grad=a.dtype.kind == "f") for a in arrays]
 
 
 class TorchExport(torch.nn.Module):

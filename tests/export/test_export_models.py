@@ -125,8 +125,12 @@ def test_gpt_exports_static_and_other_lengths_are_refused():
     mg.manual_seed(0)
     gpt = GPT(GPTConfig(vocab_size=V, block_size=8, embed_dim=16, num_heads=2, num_layers=1))
     rng = np.random.default_rng(0)
-    exported = to_torch(gpt, ids(rng, 2, 8), ids(rng, 2, 8), method="loss")
+    x = ids(rng, 2, 8)
+    exported = to_torch(gpt, x, x, method="loss")  # one array passed twice is two inputs
     assert not exported.dynamic
+    y = ids(rng, 3, 8)
+    np.testing.assert_allclose(exported(torch.from_numpy(y), torch.from_numpy(y[::-1].copy())).item(),
+                               gpt.loss(mg.tensor(y), mg.tensor(y[::-1].copy())).item(), rtol=1e-5)
     with pytest.raises(ValueError, match=r"traced for \(B, 8\).*sequence length"):
         exported(torch.from_numpy(ids(rng, 2, 6)), torch.from_numpy(ids(rng, 2, 6)))
 
