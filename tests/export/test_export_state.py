@@ -159,3 +159,16 @@ def test_layers_with_other_settings_are_refused():
         check_same_config(nn.MultiheadAttention(8, 2), torch.nn.MultiheadAttention(8, 2))
     with pytest.raises(TypeError, match="use to_torch for any module"):
         to_torch_layer(nn.Linear(2, 2))
+
+
+def test_minigrad_never_imports_torch_and_export_names_the_extra():
+    """Importing minigrad, nn and models leaves torch alone; without torch, minigrad.export
+    says in one line which pip install brings it."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import minigrad, minigrad.nn, minigrad.models.gpt, minigrad.models.cli; "
+            "assert 'torch' not in sys.modules; sys.modules['torch'] = None\n"
+            "try:\n    import minigrad.export\nexcept ImportError as e:\n    print(e)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert 'pip install "minigrad[torch]"' in out
