@@ -19,7 +19,7 @@ ORDER = [
 WRITTEN = [
     "mul_broadcast", "matmul_backward", "reductions", "softmax_backward", "cross_entropy",
     "layer_norm_backward", "linear_layer", "attention_forward", "attention_backward", "multi_head",
-    "positional_encoding", "additive_attention",
+    "positional_encoding", "additive_attention", "encoder_layer",
 ]
 
 

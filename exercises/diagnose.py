@@ -100,6 +100,16 @@ HINTS: dict[str, str] = {
         "pos / 10000^(2i / d). i counts column pairs, and the exponent uses the even column "
         "index 2i of the pair; look at the exponent."
     ),
+    "pre_norm_not_post_norm": (
+        "Your layer normalises before each part (pre-norm, X + MHA(LN(X)), as GPT-2 does), where "
+        "this layer is post-norm: the layer norm comes after the residual sum, Z = LN1(X + MHA(X)). "
+        "Look at where each LayerNorm sits relative to the addition."
+    ),
+    "missing_residual": (
+        "One of the two residual connections is missing: a part's output replaces its input "
+        "instead of being added to it. Both lines of the layer add the input back before the "
+        "norm: Z = LN1(X + MHA(X)) and X~ = LN2(Z + MLP(Z))."
+    ),
     "heads_merged_wrong": (
         "Your heads are split or merged with a reshape alone, without moving the head axis: "
         "reshaping (B, H, T, D) straight to (B, T, H*D) (or (B, T, C) straight to (B, H, T, D)) "

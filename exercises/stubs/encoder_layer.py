@@ -1,0 +1,33 @@
+"""Exercise 13 · encoder_layer: the post-norm transformer layer of the lecture.
+
+One layer mixes the tokens with self-attention, then processes each token with a two-layer
+MLP; each part has a residual connection and a layer norm after it (post-norm, as in the
+lecture and "Attention Is All You Need"):
+    Z  = LayerNorm1(X + MHA(X, X, X))
+    X~ = LayerNorm2(Z + MLP(Z)),          MLP(Z) = linear2(relu(linear1(Z)))
+The parts are built for you in __init__ (they are the library's versions of what you wrote:
+Linear in exercise 7, layer norm in 6, multi-head attention in 8 to 10). Write forward.
+
+Shapes: x (B, T, d_model) -> (B, T, d_model); mask: bool (True = may attend), broadcasting to
+(B, nhead, T, T), or None; pass it on as `self.self_attn(x, x, x, mask=mask)`.
+Use Tensor operations (`+`, `.relu()`). Check your work with
+    minigrad exercise check encoder_layer
+"""
+
+import minigrad.nn as nn
+from minigrad import Tensor
+
+
+class EncoderLayer(nn.Module):
+    """Post-norm: Z = LN1(X + MHA(X)),  X~ = LN2(Z + linear2(relu(linear1(Z))))"""
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int):
+        self.self_attn = nn.MultiheadAttention(d_model, nhead)
+        self.linear1 = nn.Linear(d_model, dim_feedforward)
+        self.linear2 = nn.Linear(dim_feedforward, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        # Your code.
+        raise NotImplementedError
