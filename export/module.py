@@ -34,7 +34,7 @@ class BatchDim:
 
 @dataclass(frozen=True)
 class _Spec:
-    """One example input: its position, shape and dtype, and whether it has the batch axis."""
+    """One example input: its shape and dtype, and whether its leading axis is the batch."""
 
     shape: tuple[int, ...]
     dtype: np.dtype
@@ -65,7 +65,14 @@ class TorchExport(torch.nn.Module):
     Made by `to_torch`; see its docstring. Parameters are `torch.nn.Parameter`s under the
     minigrad names (nested modules, so `state_dict()` keys equal minigrad's); constants the
     program reads are non-persistent buffers (they follow `.to(device)` but stay out of the
-    state dict). `train()` / `eval()` switch dropout, as on the minigrad model.
+    state dict). `train()` / `eval()` switch dropout, as on the minigrad model; the module
+    starts in the minigrad model's mode.
+
+    Attributes:
+        program: the recorded ops (`trace.Program`), with batch sizes as `BatchDim`s.
+        dynamic: True when constants depend on the input data (e.g. padding masks made with
+            numpy from token ids): each call then traces the minigrad function again, on the
+            call's inputs, to take those constants from them (the ops still run in torch).
     """
 
     def __init__(self, model: Any, fn: Callable[..., Any], name: str, example: list[Any]):
@@ -99,6 +106,7 @@ class TorchExport(torch.nn.Module):
                     self._stretch.add(i)
                     c = c.row
                 self.register_buffer(f"_const{i}", torch.from_numpy(np.array(c)), persistent=False)
+        self.train(model.training)  # start in the model's mode
 
     # ------------------------------------------------------------------ building
 
@@ -123,13 +131,14 @@ class TorchExport(torch.nn.Module):
         program; the torch module's mode decides whether it drops), leaving no trace behind:
         the model's mode and minigrad's random generator are restored afterwards."""
         inputs = [x if a is None else t for a, x, t in zip(arrays, self._fixed, _mg_inputs(arrays))]
-        was_training, rng = self._model.training, get_rng_state()
+        modes, rng = [(m, m.training) for m in self._model.modules()], get_rng_state()
         self._model.train()
         try:
             with (mg.enable_grad() if grad else mg.no_grad()):
                 return trace(self._fn, inputs, params)
         finally:
-            self._model.train(was_training)
+            for m, mode in modes:
+                m.training = mode
             set_rng_state(rng)
 
     # ------------------------------------------------------------------ calling
