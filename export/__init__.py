@@ -6,7 +6,7 @@ that replays it with torch ops, under the same parameter names; the state dict f
 weights both ways, also into torch.nn's own attention and transformer layers.
 
 Example:
-    >>> import minigrad as mg
+    >>> import minigrad as mg, torch
     >>> from minigrad.export import to_torch, state_dict_from_torch
     >>> from minigrad.models.gpt import GPT, GPTConfig
     >>> gpt = GPT(GPTConfig(vocab_size=96, block_size=32, embed_dim=32, num_heads=2, num_layers=1))
