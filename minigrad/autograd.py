@@ -160,6 +160,8 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
     Pending gradients live in a dict keyed by id(node) and are popped once consumed, so an
     intermediate gradient is freed as soon as its node has passed it on. Leaf gradients are
     summed over the whole pass first, then hooks run once and `.grad` accumulates.
+    Before a node's backward uses its saved arrays, they are checked against in-place changes
+    made since its forward (versions.py): one integer comparison per node when there were none.
     """
     leaves: dict[int, list] = {}  # id(leaf) -> [leaf, summed gradient]
     if root._node is None:

@@ -55,6 +55,9 @@ class Tensor(MathMethods, ShapeMethods):
         grad: d(loss)/d(self) as a numpy array of the same shape, filled by `backward()` on
             leaves (and on intermediates that called `retain_grad()`), else None.
         requires_grad: whether gradients flow to this tensor.
+        _version: how many times its storage was changed in place (`+=`, an optimizer step);
+            shared with `detach()` and views. Backward raises if an array an op saved for it
+            has changed since that op ran, rather than compute a wrong gradient.
     """
 
     __slots__ = ("data", "grad", "requires_grad", "_node", "_hooks", "name", "__weakref__")
