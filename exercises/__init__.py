@@ -13,7 +13,7 @@ diagnose.py (the diagnosis codes, their hints, and the matching of predicted mis
 references.py (the reference solutions: the library's own kernels), task_<name>.py (one task
 each), stubs/<name>.py (what students get; package data), cli.py (the `exercise` command).
 
-How to add a task <name> (one of catalogue.ORDER):
+How to add a task <name>:
 1. stubs/<name>.py: the statement and the math in the module docstring, the shapes, the
    forward given when the task is a backward, `raise NotImplementedError` where the student
    writes, and the line `minigrad exercise check <name>`. numpy and minigrad only.
@@ -31,11 +31,12 @@ How to add a task <name> (one of catalogue.ORDER):
      transposed_grad, sign_error, factor_error). A new code needs its hint in diagnose.HINTS;
    - `train(sub)` (pieces of a transformer): returns one check that trains the tiny GPT with
      the student's op swapped in (see task_attention_forward.py) and compares loss curves.
-4. catalogue.WRITTEN: add the name.
+4. catalogue.ORDER: put the name at its place in the course.
 5. tests/exercises/: correct/<name>.py built from the library's kernels (must pass), and for
-   every diagnosis code the task adds, wrong/<name>__<code>.py; test_tasks.py picks them up
-   and asserts the grader returns exactly that code. The unmodified stub must fail with
-   "not implemented yet" (tested for every task in catalogue.TASKS).
+   every diagnosis code the task can give, an entry in test_exercise_diagnoses.py's WRONG
+   table (the body that replaces the stub's `raise NotImplementedError`); the test asserts
+   the grader returns exactly that code. test_exercise_cli.py runs every task's correct file
+   (exit 0) and unmodified stub ("not implemented yet", exit 1) by itself.
 """
 
 from .catalogue import TASKS, get_task

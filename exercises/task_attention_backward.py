@@ -15,7 +15,7 @@ from .catalogue import Task
 from .diagnose import Mistake
 from .grader import Check, Fail
 from .gradients import Case, gradient_checks
-from .training import train_check
+from .training import attention_from, train_check
 
 
 def _T(x: np.ndarray) -> np.ndarray:
@@ -107,7 +107,7 @@ def checks(sub: Any) -> list[Check]:
 
 
 def train(sub: Any) -> Check:
-    return train_check(lambda q, k, v, allowed: sub.Attention.apply(q, k, v, mask=allowed))
+    return train_check(attention_from(lambda q, k, v, allowed: sub.Attention.apply(q, k, v, mask=allowed)))
 
 
 TASK = Task("attention_backward", "dQ, dK, dV through the softmax: the heart of the course",

@@ -14,7 +14,7 @@ from .catalogue import Task
 from .diagnose import close
 from .grader import Check, Fail
 from .gradients import Case, gradient_checks
-from .training import train_check
+from .training import attention_from, train_check
 
 
 def _softmax(s: np.ndarray) -> np.ndarray:
@@ -137,7 +137,7 @@ def checks(sub: Any) -> list[Check]:
 
 
 def train(sub: Any) -> Check:
-    return train_check(lambda q, k, v, allowed: sub.attention(q, k, v, _t(allowed)))
+    return train_check(attention_from(lambda q, k, v, allowed: sub.attention(q, k, v, _t(allowed))))
 
 
 TASK = Task("attention_forward", "scaled dot-product attention, masked before the softmax",

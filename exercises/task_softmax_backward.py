@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ from .catalogue import Task
 from .diagnose import Mistake
 from .grader import Check, Fail
 from .gradients import Case, compare, gradient_checks, random_shapes
+from .training import attention_from, train_check
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
@@ -71,4 +73,19 @@ def _t(x: np.ndarray) -> Tensor:
     return Tensor(x)
 
 
-TASK = Task("softmax_backward", "the softmax backward: dS = A * (dA - rowsum(dA * A))", ("Softmax",), checks)
+
+
+def train(sub: Any) -> Check:
+    """The GPT's attention composed from Tensor ops around the student's Softmax."""
+
+    def attend(q: Tensor, k: Tensor, v: Tensor, allowed: np.ndarray | None) -> Tensor:
+        scores = q @ k.transpose(-2, -1) * (1.0 / math.sqrt(q.shape[-1]))  # (B, H, T, T)
+        if allowed is not None:
+            scores = scores.masked_fill(Tensor(~allowed), -math.inf)
+        return sub.Softmax.apply(scores) @ v
+
+    return train_check(attention_from(attend))
+
+
+TASK = Task("softmax_backward", "the softmax backward: dS = A * (dA - rowsum(dA * A))", ("Softmax",),
+            checks, train)

@@ -1,5 +1,5 @@
-"""`--train`: the tiny GPT trained with the student's attention swapped in, against the same
-run with the library's kernel (same seed, same batches): the loss curves must agree."""
+"""`--train`: the tiny GPT trained with the student's op swapped in, against the same run with
+the library's kernel (same seed, same batches): the loss curves must agree."""
 
 from __future__ import annotations
 
@@ -21,33 +21,45 @@ TOLERANCE = 1e-4  # float32: the kernels round differently (measured: under 1e-6
 
 
 @contextlib.contextmanager
-def attention_swapped(attend: Callable[..., Tensor] | None) -> Iterator[None]:
-    """Inside the block, F.scaled_dot_product_attention calls `attend(q, k, v, allowed)`."""
-    original = F.scaled_dot_product_attention
-    if attend is None:
+def swapped(replacements: dict[str, Callable[..., Tensor]]) -> Iterator[None]:
+    """Inside the block, minigrad.nn.functional's functions named in `replacements` are the
+    student's versions (the models call them through the module, so they pick them up)."""
+    originals = {name: getattr(F, name) for name in replacements}
+    for name, fn in replacements.items():
+        setattr(F, name, fn)
+    try:
         yield
-        return
+    finally:
+        for name, fn in originals.items():
+            setattr(F, name, fn)
+
+
+def attention_from(attend: Callable[..., Tensor]) -> dict[str, Callable[..., Tensor]]:
+    """F.scaled_dot_product_attention calling `attend(q, k, v, allowed)` (allowed: bool or None)."""
+    original = F.scaled_dot_product_attention
+    inside: list[bool] = []  # a student's op that itself calls F.scaled_dot_product_attention
 
     def student(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal: bool = False,
                 dropout_p: float = 0.0, scale: float | None = None, need_weights: bool = False) -> Tensor:
-        if dropout_p or need_weights or (scale is not None and scale != 1 / np.sqrt(q.shape[-1])):
+        if inside or dropout_p or need_weights or (scale is not None and scale != 1 / np.sqrt(q.shape[-1])):
             return original(q, k, v, mask=mask, is_causal=is_causal, dropout_p=dropout_p,
                             scale=scale, need_weights=need_weights)
         allowed = None if mask is None else np.asarray(getattr(mask, "data", mask), dtype=bool)
         if is_causal:
             causal = np.tri(q.shape[-2], k.shape[-2], dtype=bool)
             allowed = causal if allowed is None else allowed & causal
-        return attend(q, k, v, allowed)
+        inside.append(True)
+        try:
+            return attend(q, k, v, allowed)
+        finally:
+            inside.pop()
 
-    F.scaled_dot_product_attention = student
-    try:
-        yield
-    finally:
-        F.scaled_dot_product_attention = original
+    return {"scaled_dot_product_attention": student}
 
 
-def losses(attend: Callable[..., Tensor] | None, steps: int = STEPS) -> list[float]:
-    """Training losses of the tiny GPT (seed 0, batch 8, AdamW), with `attend` swapped in."""
+def losses(replacements: dict[str, Callable[..., Tensor]], steps: int = STEPS) -> list[float]:
+    """Training losses of the tiny GPT (seed 0, batch 8, AdamW), with `replacements` swapped
+    into minigrad.nn.functional (none: the library's kernels)."""
     import minigrad.optim as optim
     from minigrad.models.recipes.lm import GPTRecipe
 
@@ -56,7 +68,7 @@ def losses(attend: Callable[..., Tensor] | None, steps: int = STEPS) -> list[flo
     opt = optim.AdamW(recipe.model.parameters(), lr=3e-3)
     rng = np.random.default_rng(0)
     out = []
-    with attention_swapped(attend):
+    with swapped(replacements):
         for _ in range(steps):
             loss = recipe.loss(recipe.batch("train", rng, 8))
             opt.zero_grad()
@@ -66,12 +78,13 @@ def losses(attend: Callable[..., Tensor] | None, steps: int = STEPS) -> list[flo
     return out
 
 
-def train_check(attend: Callable[..., Tensor]) -> Check:
-    """The check `--train` adds: both curves, printed every EVERY steps, must agree."""
+def train_check(replacements: dict[str, Callable[..., Tensor]]) -> Check:
+    """The check `--train` adds: the tiny GPT trained with the student's functions in place of
+    the library's, against the library's own run; both curves, every EVERY steps, must agree."""
 
     def run() -> str:
         t0 = time.perf_counter()
-        ref, mine = losses(None), losses(attend)
+        ref, mine = losses({}), losses(replacements)
         diff = np.abs(np.array(ref) - np.array(mine))
         rows = [f"  step   reference   yours     (tiny GPT, {STEPS} steps, {time.perf_counter() - t0:.0f} s)"]
         rows += [f"  {i:4d}   {ref[i]:.5f}     {mine[i]:.5f}" for i in range(0, STEPS, EVERY)]
