@@ -7,7 +7,8 @@ Only arrays that load can read back without pickle are ever written.
 from __future__ import annotations
 
 import os
-import tempfile
+import stat
+import uuid
 import zipfile
 from typing import Any, Mapping
 
@@ -48,31 +49,29 @@ def save(obj: Mapping[str, Any], path: str | os.PathLike) -> None:
     back (None, an object array) raises a TypeError naming its key and leaves any old file
     as it was. Any string is a valid key. The file is first written beside its destination
     and then renamed over it, so a crash leaves either the old file or the new one, never
-    half of one; it gets the permissions a new file would (the umask decides).
+    half of one. Permissions are those `open()` would give: the old file's when there is
+    one, else what the umask allows.
     """
     arrays = {k: _as_array(k, v) for k, v in obj.items()}
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".npz")
+    tmp = os.path.join(folder, f".tmp-{uuid.uuid4().hex}.npz")
+    # Not tempfile.mkstemp: it makes the file 0600 whatever the umask. os.open with 0o666
+    # lets the kernel apply the umask, as open() does; O_EXCL never reuses a file.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600 whatever the umask
         with os.fdopen(fd, "wb") as f:
             _write_npz(f, arrays)
             f.flush()
             os.fsync(f.fileno())
+        if os.path.exists(path):
+            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-
-
-def _umask() -> int:
-    # The only portable way to read the umask is to set it (and put it straight back).
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def _write_npz(f: Any, arrays: Mapping[str, np.ndarray]) -> None:

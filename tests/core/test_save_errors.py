@@ -80,6 +80,16 @@ def test_permissions_follow_the_umask(tmp_path, umask):
     assert mode == 0o666 & ~umask == os.stat(tmp_path / "plain").st_mode & 0o777
 
 
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+def test_replacing_a_file_keeps_its_mode(tmp_path):
+    path = tmp_path / "private.npz"
+    mg.save(GOOD, path)
+    os.chmod(path, 0o640)
+    mg.save({"w": np.zeros(2)}, path)  # as open(path, "wb") would: the mode stays
+    assert os.stat(path).st_mode & 0o777 == 0o640
+    np.testing.assert_array_equal(mg.load(path)["w"], np.zeros(2))
+
+
 def test_the_file_is_an_ordinary_npz(tmp_path):
     mg.save({"file": np.ones(2), "w": np.arange(3)}, tmp_path / "n.npz")
     with np.load(tmp_path / "n.npz", allow_pickle=False) as f:
