@@ -325,7 +325,13 @@ def to_torch(model: Any, *example_inputs: Any, method: str | Callable[..., Any] 
           ids, BERT's selected positions) cannot be recorded as torch ops: such a program is
           recognised at export (`dynamic` is True) and traced again with minigrad on every
           call, to take these constants from the new inputs; the ops still run in torch.
+        * Values minigrad computes outside its ops (comparisons such as `x > 0`, `.item()`,
+          numpy on `.data`) are constants too. When they change with the batch, the program
+          is dynamic as above; when they do not (say `weight.data > 0`), the trace fixes
+          them, even after training changes the weights.
         * Non-tensor inputs (a Python float, None) are fixed to the example's value.
+        * Dtypes: each op follows torch's promotion rules, which are minigrad's except for a
+          0-d float64 operand with a float32 tensor (float32 in torch, float64 in minigrad).
 
     Args:
         model: a minigrad `nn.Module`.

@@ -62,6 +62,13 @@ class TraceError(RuntimeError):
 _lock = threading.Lock()
 
 
+class _Tracing(threading.local):
+    active = False
+
+
+_tracing = _Tracing()
+
+
 @contextlib.contextmanager
 def _recording(record: Callable[..., None]) -> Iterator[None]:
     """Call record(cls, inputs, options, out) after every top-level `Function.apply` made by
@@ -86,12 +93,16 @@ def _recording(record: Callable[..., None]) -> Iterator[None]:
             record(cls, inputs, options, out)
         return out
 
+    if _tracing.active:  # the lock below is not reentrant: nesting would wait forever
+        raise TraceError("a trace cannot run inside another trace (an exported module called while tracing)")
     with _lock:
+        _tracing.active = True
         Function.apply = classmethod(apply)  # type: ignore[method-assign]
         try:
             yield
         finally:
             Function.apply = original  # type: ignore[method-assign]
+            _tracing.active = False
 
 
 class _Recorder:
