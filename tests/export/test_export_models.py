@@ -135,6 +135,19 @@ def test_gpt_exports_static_and_other_lengths_are_refused():
         exported(torch.from_numpy(ids(rng, 2, 6)), torch.from_numpy(ids(rng, 2, 6)))
 
 
+@pytest.mark.parametrize("make, method, batch", [m.values[:3] for m in MODELS],
+                         ids=[m.id for m in MODELS])
+def test_other_sequence_lengths_are_refused(make, method, batch):
+    """Static or traced again per call, every export checks the non-batch dimensions."""
+    mg.manual_seed(0)
+    rng = np.random.default_rng(0)
+    example = batch(rng, 2)
+    exported = to_torch(make(), *example, method=method)
+    longer = [np.concatenate([a, a], axis=1) if a.ndim > 1 else a for a in batch(rng, 2)]
+    with pytest.raises(ValueError, match="the example fixes every dimension except the leading batch"):
+        exported(*[torch.from_numpy(a) for a in longer])
+
+
 def test_seq2seq_padding_masks_follow_the_inputs():
     """The source padding mask is computed with numpy from the ids: the export re-derives it
     for every call (dynamic), so padding in a new batch is hidden, not the example's."""
