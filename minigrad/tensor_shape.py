@@ -152,8 +152,10 @@ def _ints_first(index: tuple) -> tuple[tuple, tuple] | None:
     (with the slices, None and Ellipsis), then the arrays on what is left. None when it
     mixes nothing, and numpy's one step already agrees with PyTorch."""
     arrays = [isinstance(p, np.ndarray) and p.ndim > 0 for p in index]
+    if True not in arrays:  # the common x[:, -1]: nothing to split, decided in one pass
+        return None
     ints = [_is_int(p) for p in index]
-    if not (any(arrays) and any(ints)):
+    if True not in ints:
         return None
     first, then = [], []
     for part, is_array, is_int in zip(index, arrays, ints):

@@ -34,7 +34,7 @@ def normalize_dims(dim, ndim: int, op: str) -> tuple[int, ...]:
 def reduce_dims(dim, ndim: int, op: str) -> tuple[int, ...]:
     """The axes a reduction sums over: as normalize_dims, except that an empty `dim`
     (`()` or `[]`) means every axis, as in PyTorch, not none of them."""
-    if type(dim) in (tuple, list) and not dim:
+    if isinstance(dim, (tuple, list)) and not dim:
         dim = None
     return normalize_dims(dim, ndim, op)
 
