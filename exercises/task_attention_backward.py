@@ -54,6 +54,9 @@ def mistakes(case: Case, g: np.ndarray, ref: dict) -> list[Mistake]:
         # dS^T in place of dS in both products (square scores: the shapes cannot tell)
         found.append(Mistake("transposed_grad", {"q": unbroadcast(_T(ds) @ k * c, shape["q"]),
                                                  "k": unbroadcast(ds @ q * c, shape["k"])}))
+        if q.shape[-1] == a.shape[-1]:  # dK = (dS Q)^T or dQ = (dS^T K)^T: all sides equal
+            found.append(Mistake("transposed_grad", {"k": unbroadcast(_T(ds @ q * c), shape["k"])}))
+            found.append(Mistake("transposed_grad", {"q": unbroadcast(_T(_T(ds) @ k * c), shape["q"])}))
     for which in ("qk", "q", "k"):
         found.append(Mistake("missing_scale", qk(ds, 1.0, which)))
         found.append(Mistake("wrong_scale", qk(ds, c * c, which)))

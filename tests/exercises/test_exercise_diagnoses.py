@@ -38,6 +38,8 @@ WRONG = [
     ("attention_backward", "transposed_grad", ATTENTION + "return dq, dk.swapaxes(-1, -2), dv"),
     ("attention_backward", "transposed_grad",  # dS^T and dS exchanged (square: same shapes)
      ATTENTION + "return ds.swapaxes(-1, -2) @ k * ctx.c, ds @ q * ctx.c, dv"),
+    ("attention_backward", "transposed_grad",  # dK = (dS Q)^T: the shapes agree when square
+     ATTENTION + "return dq, (ds @ q * ctx.c).swapaxes(-1, -2), dv"),
     ("attention_backward", "swapped_grads", ATTENTION + "return dk, dq, dv"),
     ("attention_backward", "missing_scale", ATTENTION + "return dq / ctx.c, dk / ctx.c, dv"),
     ("attention_backward", "wrong_scale", ATTENTION + "return dq * ctx.c, dk * ctx.c, dv"),

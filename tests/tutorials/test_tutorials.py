@@ -168,6 +168,13 @@ def test_04_the_loss_falls(runs):
     assert float(after) < float(before) - 1.0
 
 
+def test_05_the_grader_names_each_mistake_then_passes(runs):
+    name = "05_attention_backward.py"
+    codes = _lines(runs, name, r"^diagnosis: (\w+)$")
+    assert codes == ["mask_after_softmax", "missing_rowsum_term", "transposed_grad", "ignores_upstream_grad"]
+    assert _lines(runs, name, r"^all \d+ checks passed$")
+
+
 # ----------------------------------------------------------------------------- the worked example
 
 
