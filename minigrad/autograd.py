@@ -58,6 +58,8 @@ class Function:
     scope: tuple = ()
     out_hooks: list | None = None  # hooks of the output tensor (register_hook on a non-leaf)
     retained: Any = None  # weakref to the output tensor when it asked to retain_grad()
+    grad_out: np.ndarray | None = None  # the gradient of the output after backward, if small
+    grad_norm: float | None = None  # its norm, kept inside viz.keep_grads()
     edits: int = 0  # the global count of in-place edits when forward ran (see versions.py)
 
     def save_for_backward(self, *arrays: Any) -> None:
@@ -154,6 +156,10 @@ def _toposort(root: Function) -> list[Function]:
     return order
 
 
+# Gradients of node outputs of at most this many elements are kept on the node (`grad_out`).
+KEEP_GRAD = 64
+
+
 def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None:
     """Propagate `grad` (d loss / d root) to every leaf that requires grad.
 
@@ -168,6 +174,7 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
         _add_leaf(leaves, root, grad)
     else:
         pending: dict[int, np.ndarray] = {id(root._node): grad}
+        released: dict[int, Released] = {}
         observers = _get_state(_DEFAULT).backward_observers
         edits = _versions.edits
         for node in _toposort(root._node):
@@ -188,6 +195,8 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
                 out = node.retained()
                 if out is not None:
                     out.grad = g.copy() if out.grad is None else out.grad + g
+            if g.size <= KEEP_GRAD:  # drawings show it (micrograd-style); costs nothing on big graphs
+                node.grad_out = g.copy()
             grads = type(node).backward(node, g)
             if type(grads) is not tuple:
                 grads = (grads,)
@@ -211,6 +220,8 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
                     key = id(t._node)
                     prev = pending.get(key)
                     pending[key] = gi if prev is None else prev + gi
+            if not retain_graph:
+                node.inputs = _release(node.inputs, released)
     for leaf, g in leaves.values():
         if leaf._hooks:
             for hook in leaf._hooks:
@@ -219,6 +230,69 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
             leaf.grad = g
         else:
             leaf.grad += g
+
+
+class Released:
+    """What a node keeps of an intermediate input once backward has freed the graph.
+
+    Holding the input Tensors would keep every activation alive for as long as anyone keeps
+    the loss (`losses.append(loss)`). A drawing or an error message needs only the shape,
+    dtype, name and the node that made it; arrays of up to `KEEP_VALUES` elements are kept
+    too, so a drawing of a small graph can still print them. Leaves (parameters, inputs) are
+    the user's own tensors and stay as they are.
+    """
+
+    __slots__ = ("shape", "dtype", "name", "_node", "grad", "_small")
+    requires_grad = True
+    released = True
+    KEEP_VALUES = 64
+
+    def __init__(self, t: Tensor) -> None:
+        a = t.data
+        self.shape, self.dtype, self.name, self._node, self.grad = a.shape, a.dtype, t.name, t._node, t.grad
+        self._small = a if a.size <= self.KEEP_VALUES else None
+
+    @property
+    def data(self) -> np.ndarray:
+        """The kept values, or a read-only stand-in of the right shape (zeros, no memory)."""
+        if self._small is not None:
+            return self._small
+        return np.broadcast_to(np.zeros((), self.dtype), self.shape)
+
+    @property
+    def values_kept(self) -> bool:
+        return self._small is not None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def grad_fn(self) -> Function:
+        return self._node
+
+    is_leaf = False
+
+    def __repr__(self) -> str:
+        return f"<released tensor {self.shape} {self.dtype}>"
+
+
+def _release(inputs: tuple, records: dict) -> tuple:
+    """The inputs with every intermediate tensor replaced by its `Released` record.
+
+    `records` (id of the node that made a tensor -> its record) is shared by one backward
+    pass, so all users of one tensor get the same record: drawings tell tensors apart by
+    identity.
+    """
+    out = []
+    for t in inputs:
+        if t._node is not None and type(t) is not Released:
+            r = records.get(id(t._node))
+            if r is None:
+                r = records[id(t._node)] = Released(t)
+            t = r
+        out.append(t)
+    return tuple(out)
 
 
 def _add_leaf(leaves: dict, t: Tensor, g: np.ndarray) -> None:

@@ -63,12 +63,12 @@ class Tensor(MathMethods, ShapeMethods):
     __slots__ = ("data", "grad", "requires_grad", "_node", "_hooks", "name", "__weakref__")
     __array_ufunc__ = None  # numpy defers to our reflected operators: array * tensor works
 
-    def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None):
+    def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None, name: str | None = None):
         self.data = to_array(data, dtype)
         self.grad: np.ndarray | None = None
         self._node: autograd.Function | None = None
         self._hooks: list[Callable] | None = None
-        self.name: str | None = None
+        self.name: str | None = name  # labels the tensor in graph drawings
         self.requires_grad = False
         if requires_grad:
             self.requires_grad_(True)
