@@ -2,21 +2,25 @@
 
 As in PyTorch, `no_grad()` in one thread does not stop another thread from recording its
 graph, and every new thread starts with grad mode on, outside any module, with no hooks.
+(A function run in a copy of the caller's contextvars context, as `asyncio.to_thread` does,
+starts from the caller's mode instead, and its own changes stay its own.)
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import threading
 from typing import Any, Callable, Iterator
 
 
 class State:
     """What `Function.apply` and `run_backward` consult; each thread has its own."""
 
-    __slots__ = ("grad_enabled", "scope", "modes", "forward_checks", "backward_observers")
+    __slots__ = ("grad_enabled", "scope", "modes", "forward_checks", "backward_observers", "thread")
 
     def __init__(self) -> None:
+        self.thread = threading.get_ident()  # the thread that may change it
         self.grad_enabled = True
         # The modules (outermost first) that new nodes are tagged with; nn pushes them through
         # `module_scope`, so graph drawings can group nodes into clusters by module.
@@ -45,8 +49,13 @@ DEFAULT.modes, DEFAULT.forward_checks, DEFAULT.backward_observers = (), (), ()  
 def own() -> State:
     """This thread's own state, made on first need, for changing."""
     s = _var.get(None)
-    if s is None:
-        s = State()
+    if s is None or s.thread != threading.get_ident():
+        # A context copied into another thread (asyncio.to_thread does so) brings the caller's
+        # State: that thread starts from a copy, so that its no_grad() cannot change the caller's.
+        prev, s = s, State()
+        if prev is not None:
+            s.grad_enabled, s.scope = prev.grad_enabled, prev.scope
+            s.forward_checks, s.backward_observers = list(prev.forward_checks), list(prev.backward_observers)
         _var.set(s)
     return s
 

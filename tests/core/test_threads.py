@@ -1,5 +1,6 @@
 """Grad mode, the module scope and the anomaly/trace hooks are per thread, as in PyTorch."""
 
+import contextvars
 import threading
 
 import numpy as np
@@ -107,6 +108,26 @@ def test_a_decorated_function_running_in_two_threads_at_once_restores_each():
     for t in workers:
         t.start()
     assert [t.join() for t in workers] == [(False, True), (False, True)]
+
+
+def test_a_context_copied_into_another_thread_cannot_change_this_threads_grad_mode():
+    # asyncio.to_thread runs a function in a copy of the caller's contextvars context.
+    with mg.enable_grad():  # this thread has a state of its own now
+        context = contextvars.copy_context()
+    inside, done = threading.Event(), threading.Event()
+
+    def quiet():
+        with mg.no_grad():
+            inside.set()
+            wait(done)
+            return mg.is_grad_enabled()
+
+    worker = Worker(lambda: context.run(quiet))
+    worker.start()
+    wait(inside)
+    enabled_here = mg.is_grad_enabled()
+    done.set()
+    assert worker.join() is False and enabled_here and mg.is_grad_enabled()
 
 
 def test_detect_anomaly_in_one_thread_does_not_fire_in_another():
