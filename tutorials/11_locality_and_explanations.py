@@ -127,7 +127,7 @@ for depth in range(1, len(convs) + 1):
     stack = nn.Sequential(*convs[:depth])
     rows.append(reach(stack))
     seen = np.flatnonzero(rows[-1])
-    cut = ", cut at the sentence's start" if len(seen) < receptive_field(k, depth) else ""
+    cut = ", cut at the sentence's ends" if len(seen) < receptive_field(k, depth) else ""
     print(f"{depth} conv layer(s): 'bank' depends on words {seen.min()}..{seen.max()}"
           f"  ({len(seen)} words: receptive field {receptive_field(k, depth)}{cut})")
 conv_reach = np.array(rows)  # (layers, T)

@@ -175,6 +175,31 @@ def test_05_the_grader_names_each_mistake_then_passes(runs):
     assert _lines(runs, name, r"^all \d+ checks passed$")
 
 
+def test_09_positions_matter_and_a_bag_of_patches_ignores_their_order(runs):
+    name = "09_vit.py"
+    (full,) = _lines(runs, name, r"^600 steps in .* test accuracy (\d\.\d+)")
+    pattern = r"^no positions: +test accuracy (\d\.\d+); .* for (\d+)% of the images"
+    ((bag, same),) = _lines(runs, name, pattern)
+    assert float(full) > 0.85 and float(bag) < float(full) - 0.2 and same == "100"
+
+
+def test_10_post_norm_needs_the_warm_up(runs):
+    pattern = r"^\s+(\S+-norm\s+lr 1e-02\s+warm-up\s+\d+) steps: (\d\.\d+)"
+    found = dict(_lines(runs, "10_pre_post_norm.py", pattern))
+    losses = {" ".join(key.split()): float(value) for key, value in found.items()}
+    post, pre = losses["post-norm lr 1e-02 warm-up 0"], losses["pre-norm lr 1e-02 warm-up 0"]
+    assert post > pre + 0.5 and losses["post-norm lr 1e-02 warm-up 50"] < post - 0.5
+
+
+def test_11_reach_and_the_masking_experiment(runs):
+    name = "11_locality_and_explanations.py"
+    (depth,) = _lines(runs, name, r"^first conv depth at which d out_bank / d x_river != 0: (\d+)")
+    assert depth == "7"  # distance 7, kernel 3: one word more per layer
+    pattern = r"masking it moves the output by ([\d.]+), masking 'not' .* by ([\d.]+):"
+    ((most, other),) = _lines(runs, name, pattern)
+    assert float(other) > 3 * float(most)
+
+
 # ----------------------------------------------------------------------------- the worked example
 
 
