@@ -43,7 +43,9 @@ class TiledAttention(Function):
            After the last block, m and l are exactly max_j and sum_j over all keys, and
            acc = sum_j exp(S_ij - m) v_j, so
         3. O_I = acc / l,  and  L_I = m + log(l)  (the row's log-sum-exp; A_ij = exp(S_ij - L_i)).
-    Only O and L (Tq numbers per head) are saved, with the inputs.
+    Only O and L (Tq numbers per head) are saved, with the inputs. (A shortcut the code takes
+    once every row has a finite m: it skips the search for the tile's max and uses m as it is,
+    `_shortcut` says why that is exact; a column -m appended to Q makes the matmul give S - m.)
 
     Backward, g = dL/dO; the rules of `Attention` (dropout off), one tile at a time:
         A = softmax(S) was never stored, but A_IJ = exp(S_IJ - L_I) recomputes any tile of it
@@ -79,14 +81,19 @@ class TiledAttention(Function):
         tiles = _Tiles(lead, tq, tk, bias, allowed, causal_offset, block_q, block_k, dtype)
         # A column of ones after V makes P [V, 1] = [P V, rowsum(P)]: the sum l rides along in
         # the matmul instead of costing a pass over P.
-        v1 = _append(vf, 1)  # (N, Tk, dv + 1)
         acc_l = np.zeros(qs.shape[:2] + (dv + 1,), dtype)  # (N, Tq, dv + 1): [acc, l] per row
         lse = np.zeros(qs.shape[:2] + (1,), dtype)  # (N, Tq, 1), L
         kt = kf.transpose(0, 2, 1)  # (N, d, Tk)
+        # The appended columns are built block by block (small copies), so that no array beyond
+        # the tiles is larger than the inputs.
         for i0, i1 in tiles.query_blocks():
             acc = acc_l[:, i0:i1]
-            m = m_safe = np.full((qs.shape[0], i1 - i0, 1), -np.inf, dtype)
+            m = np.full((qs.shape[0], i1 - i0, 1), -np.inf, dtype)
+            q_m = _append(qs[:, i0:i1], 0)  # [Q_I * scale, -m] for the shortcut, see below
             for j0, j1 in tiles.key_blocks(i0, i1):
+                v1 = _append(vf[:, j0:j1], 1)  # (N, bk, dv + 1)
+                if _shortcut(tiles, acc, m, q_m, kf, v1, i0, i1, j0, j1):
+                    continue
                 s = tiles.scores(qs[:, i0:i1], kt[:, :, j0:j1], i0, i1, j0, j1)
                 if s is None:
                     continue  # every score of the tile is masked
@@ -95,14 +102,15 @@ class TiledAttention(Function):
                 s -= m_safe
                 np.exp(s, out=s)  # P
                 acc *= np.exp(m - m_safe)  # the correction c; exp(-inf) = 0 when nothing came before
-                acc += s @ v1[:, j0:j1]  # acc = c acc + P V,  l = c l + rowsum(P)
-                m = m_new
+                acc += s @ v1  # acc = c acc + P V,  l = c l + rowsum(P)
+                m[...] = m_new
             total = acc[:, :, dv:].copy()
             empty = total == 0  # a row with nothing allowed: O = 0, L = 0 (never used)
             total[empty] = 1
             acc[:, :, :dv] /= total  # 3.
-            lse[:, i0:i1] = np.where(empty, 0, m_safe + np.log(total))
+            lse[:, i0:i1] = np.where(empty, 0, m + np.log(total))
         out = np.ascontiguousarray(acc_l[:, :, :dv])
+        tiles.release()
         ctx.save_for_backward(qs, kf, vf, out, lse)
         ctx.tiles, ctx.scale, ctx.shapes = tiles, scale, (lead, q.shape, k.shape, v.shape)
         return out.reshape(lead + (tq, dv))
@@ -121,13 +129,14 @@ class TiledAttention(Function):
         dbias = np.zeros(tiles.bias.shape, out.dtype) if need_bias else None
         # Two more columns fold the subtractions into the matmuls: [Q*scale, -L] [K, 1]^T = S - L
         # and [g, -D] [V, 1]^T = dA - D, so no pass over a tile is spent on them.
-        d_row = (g * out).sum(axis=-1, keepdims=True)  # D_i = rowsum(g * O), (N, Tq, 1)
-        q_l, g_d = _append(qs, -lse), _append(g, -d_row)  # (N, Tq, d + 1), (N, Tq, dv + 1)
-        k1t, v1t = _append(kf, 1).transpose(0, 2, 1), _append(vf, 1).transpose(0, 2, 1)
         for i0, i1 in tiles.query_blocks():  # the forward's tiles, in the forward's order
             gi, dqi = g[:, i0:i1], None if dq is None else dq[:, i0:i1]
+            d_row = (gi * out[:, i0:i1]).sum(axis=-1, keepdims=True)  # D_I = rowsum(g_I * O_I)
+            q_l = _append(qs[:, i0:i1], -lse[:, i0:i1])  # (N, bq, d + 1)
+            g_d = _append(gi, -d_row)  # (N, bq, dv + 1)
             for j0, j1 in tiles.key_blocks(i0, i1):
-                a = tiles.scores(q_l[:, i0:i1], k1t[:, :, j0:j1], i0, i1, j0, j1)  # S_IJ - L_I
+                k1t = _append(kf[:, j0:j1], 1).transpose(0, 2, 1)  # (N, d + 1, bk)
+                a = tiles.scores(q_l, k1t, i0, i1, j0, j1)  # S_IJ - L_I
                 if a is None:
                     continue
                 np.exp(a, out=a)  # A_IJ = exp(S_IJ - L_I), recomputed
@@ -135,7 +144,8 @@ class TiledAttention(Function):
                     dv[:, j0:j1] += a.transpose(0, 2, 1) @ gi  # 1. dV_J += A_IJ^T g_I
                 if not need_ds:
                     continue
-                ds = g_d[:, i0:i1] @ v1t[:, :, j0:j1]  # 1. dA_IJ - D_I = g_I V_J^T - D_I
+                v1t = _append(vf[:, j0:j1], 1).transpose(0, 2, 1)  # (N, dv + 1, bk)
+                ds = np.matmul(g_d, v1t, out=tiles.buffer(1, a.shape))  # 1. dA_IJ - D_I = g_I V_J^T - D_I
                 ds *= a  # 3. dS = A * (dA - D)
                 if need_bias:
                     tiles.add_bias_grad(dbias, ds, i0, i1, j0, j1)
@@ -143,6 +153,7 @@ class TiledAttention(Function):
                     dqi += ds @ kf[:, j0:j1]  # 4. dQ_I += dS K_J (* scale, below)
                 if need_k:
                     dk[:, j0:j1] += ds.transpose(0, 2, 1) @ qs[:, i0:i1]  # 4. dK_J += dS^T (Q * scale)
+        tiles.release()
         if dq is not None:
             dq *= dq.dtype.type(ctx.scale)
         grads = tuple(None if x is None else x.reshape(lead + shape[-2:])
@@ -150,6 +161,39 @@ class TiledAttention(Function):
         if len(ctx.needs_input_grad) > 3:
             return grads + (None if dbias is None else dbias.reshape(ctx.inputs[3].shape),)
         return grads
+
+
+def _shortcut(tiles, acc, m, q_m, kf, v1, i0, i1, j0, j1) -> bool:
+    """Add tile (I, J) to [acc, l] against the running max m as it stands, without the pass that
+    finds the tile's own max; False (nothing changed) when that is not safe, for the caller to
+    take the steps of the docstring instead.
+
+    Any reference works in place of the max as long as exp neither overflows nor loses the row:
+    l and acc are both taken against m, and O = acc / l does not depend on it. Once every row
+    has seen a score (m finite, and l >= 1 since m is one of them), exp(S - m) can only lose
+    terms that are negligible next to l; if the tile's scores rise far above m, the tile sum
+    comes out huge or inf and the tile is redone the careful way. A large l is folded into m.
+    """
+    total = acc[:, :, -1:]
+    if not (total > 0).all():  # some row has seen nothing yet: no reference for it
+        return False
+    q_m[:, :, -1:] = -m
+    k1t = _append(kf[:, j0:j1], 1).transpose(0, 2, 1)  # [K_J, 1]^T
+    p = tiles.scores(q_m, k1t, i0, i1, j0, j1)  # [Q_I * scale, -m] [K_J, 1]^T = S_IJ - m
+    if p is None:
+        return True  # all masked: nothing to add
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught just below
+        np.exp(p, out=p)
+        part = p @ v1  # [P V, rowsum(P)] against m
+    if not (np.isfinite(part).all() and part[:, :, -1].max() < 2.0**60):
+        return False
+    acc += part
+    big = total > 2.0**30  # keep l moderate: l = l' e^s with s = log l, m += s
+    if big.any():
+        shift = np.where(big, np.log(np.where(big, total, 1)), 0)
+        acc *= np.exp(-shift)
+        m += shift
+    return True
 
 
 def _flat(x: np.ndarray, lead: tuple[int, ...], dtype) -> np.ndarray:
@@ -165,7 +209,9 @@ class _Tiles:
         if block_q < 1 or block_k < 1:
             raise ValueError(f"tiled attention: block sizes must be positive, got ({block_q}, {block_k})")
         self.lead, self.tq, self.tk, self.bq, self.bk = lead, tq, tk, block_q, block_k
+        self.dtype = dtype
         self.offset = causal_offset
+        self._buffers: list = [None, None]  # two tiles' worth, reused by every tile (no malloc churn)
         nd = len(lead) + 2  # pad the masks to lead + (Tq or 1, Tk or 1), to slice them per tile
         self.bias = None if bias is None else bias.astype(dtype, copy=False).reshape(
             (1,) * (nd - bias.ndim) + bias.shape)
@@ -191,7 +237,7 @@ class _Tiles:
         masked = self._mask(i0, i1, j0, j1)
         if masked is _SKIP:
             return None
-        s = q_blk @ kt_blk
+        s = np.matmul(q_blk, kt_blk, out=self.buffer(0, q_blk.shape[:2] + kt_blk.shape[2:]))
         if self.bias is not None or masked is not None:
             s4 = s.reshape(self.lead + s.shape[1:])  # a view that broadcasts against the masks
             if self.bias is not None:
@@ -200,6 +246,16 @@ class _Tiles:
                 mask, c0 = masked
                 np.copyto(s4[..., c0 - j0:], -np.inf, where=~mask)
         return s
+
+    def buffer(self, which, shape):
+        """A contiguous array of `shape` (at most one tile) in reusable buffer 0 or 1."""
+        if self._buffers[which] is None:
+            self._buffers[which] = np.empty(shape[0] * self.bq * self.bk, self.dtype)
+        return self._buffers[which][:int(np.prod(shape))].reshape(shape)
+
+    def release(self):
+        """Drop the tile buffers (between forward and backward, and after backward)."""
+        self._buffers = [None, None]
 
     def _mask(self, i0, i1, j0, j1):
         """(mask, c0): the tile's bool mask over its columns c0..j1-1 (those before c0 are all

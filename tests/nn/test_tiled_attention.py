@@ -130,6 +130,30 @@ def test_fully_masked_rows_give_zeros_and_zero_gradient(block):
     np.testing.assert_allclose(out.data[:, 0], v[:, 0], rtol=1e-12)  # a single allowed key: its value
 
 
+@pytest.mark.parametrize("step", [0.5, 3.0, 40.0], ids=["slow", "fast", "overflowing"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scores_rising_from_tile_to_tile(step, dtype):
+    """Later keys score ever higher: the running max moves at every tile (and a tile computed
+    against the old max would overflow when the step is large)."""
+    rng = np.random.default_rng(2)
+    q = mg.tensor(np.ones((2, 7, 3), dtype), requires_grad=True)
+    k = mg.tensor(step * np.arange(11, dtype=dtype)[:, None] * np.ones((2, 1, 3), dtype), requires_grad=True)
+    v = mg.tensor(rng.standard_normal((2, 11, 2)).astype(dtype), requires_grad=True)
+    g = rng.standard_normal((2, 7, 2)).astype(dtype)
+    # Scores reach 30 * step: float32 recomputes A from them to about 1e-7 * 30 * step.
+    tol = 1e-10 if dtype == np.float64 else 1e-5 * max(1.0, step)
+    results = []
+    for fn, kw in ((tiled_attention, {"block_size": (2, 3)}), (attention_reference, {})):
+        for t in (q, k, v):
+            t.grad = None
+        out = fn(q, k, v, mask=np.tri(7, 11, 4, dtype=bool), scale=1.0, **kw)
+        out.backward(g)
+        results.append([out.data] + [t.grad.copy() for t in (q, k, v)])
+    for a, b in zip(*results):
+        assert np.isfinite(a).all()
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
 def test_huge_logits_stay_finite():
     rng = np.random.default_rng(1)
     q, k, v = (mg.tensor(rng.standard_normal((1, 9, 4)).astype(np.float32) * 30) for _ in range(3))
