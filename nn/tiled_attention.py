@@ -10,8 +10,9 @@ import numpy as np
 
 from minigrad import Function
 
-# Default block sizes (queries, keys), tuned on one thread at T = 1024 ... 4096, D = 32: a
-# (B*H, 128, 512) float32 score block is 1 MiB per (batch, head) pair at most, which stays in cache.
+# Default block sizes (queries, keys), chosen on one thread at T = 1024 ... 4096, D = 32, where
+# 64 x 512 ... 256 x 1024 came within noise of each other: a 128 x 512 float32 tile is 256 KiB
+# per (batch, head) pair, and stays in cache.
 BLOCK_Q = 128
 BLOCK_K = 512
 
@@ -49,8 +50,8 @@ class TiledAttention(Function):
 
     Backward, g = dL/dO; the rules of `Attention` (dropout off), one tile at a time:
         A = softmax(S) was never stored, but A_IJ = exp(S_IJ - L_I) recomputes any tile of it
-        exactly from Q_I, K_J and the saved L_I. With D_i = rowsum(g_i * O_i) (computed once,
-        on (Tq, dv) arrays: `Attention`'s step 3 shows D_i = sum_j dA_ij A_ij), for every tile:
+        exactly from Q_I, K_J and the saved L_I. With D_i = rowsum(g_i * O_i) (computed on
+        (block_q, dv) arrays: `Attention`'s step 3 shows D_i = sum_j dA_ij A_ij), for every tile:
             A_IJ = exp(Q_I K_J^T * scale (+ bias_IJ) - L_I)   (masked entries: exp(-inf) = 0)
             dV_J += A_IJ^T g_I                               1. O = A V
             dA_IJ = g_I V_J^T                                1.
@@ -79,13 +80,12 @@ class TiledAttention(Function):
         qs = _flat(q * dtype.type(scale), lead, dtype)  # (N, Tq, d): scale the small side once
         kf, vf = _flat(k, lead, dtype), _flat(v, lead, dtype)  # (N, Tk, d), (N, Tk, dv)
         tiles = _Tiles(lead, tq, tk, bias, allowed, causal_offset, block_q, block_k, dtype)
-        # A column of ones after V makes P [V, 1] = [P V, rowsum(P)]: the sum l rides along in
-        # the matmul instead of costing a pass over P.
         acc_l = np.zeros(qs.shape[:2] + (dv + 1,), dtype)  # (N, Tq, dv + 1): [acc, l] per row
         lse = np.zeros(qs.shape[:2] + (1,), dtype)  # (N, Tq, 1), L
         kt = kf.transpose(0, 2, 1)  # (N, d, Tk)
-        # The appended columns are built block by block (small copies), so that no array beyond
-        # the tiles is larger than the inputs.
+        # A column of ones after V makes P [V, 1] = [P V, rowsum(P)]: the sum l rides along in
+        # the matmul instead of costing a pass over P. Such columns are appended block by block
+        # (small copies), so that no array beyond the tiles is larger than the inputs.
         for i0, i1 in tiles.query_blocks():
             acc = acc_l[:, i0:i1]
             m = np.full((qs.shape[0], i1 - i0, 1), -np.inf, dtype)
