@@ -214,6 +214,10 @@ def scaled_dot_product_attention(
 ) -> Tensor | tuple[Tensor, Tensor]:
     """softmax(q k^T * scale + mask) v, through the fused `Attention` op.
 
+    From TILED_MIN_SCORES scores (batch * Tq * Tk) on, when nothing needs the weights themselves
+    (no dropout, no `need_weights`, no open `nn.record_attention`), it runs the tiled kernel
+    instead (`tiled_attention`): the same results, without storing the (Tq, Tk) weights.
+
     Args:
         q: queries (..., Tq, d).
         k: keys (..., Tk, d).
