@@ -156,8 +156,10 @@ def _toposort(root: Function) -> list[Function]:
     return order
 
 
-# Gradients of node outputs of at most this many elements are kept on the node (`grad_out`).
-KEEP_GRAD = 64
+# On graphs of at most KEEP_GRAD_NODES nodes, output gradients of at most KEEP_GRAD elements
+# are kept on their node (`grad_out`) for drawings. Intermediate inputs of more than
+# KEEP_VALUES elements are released after backward (see `Released`).
+KEEP_GRAD, KEEP_GRAD_NODES, KEEP_VALUES = 64, 256, 64
 
 
 def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None:
@@ -177,7 +179,11 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
         released: dict[int, Released] = {}
         observers = _get_state(_DEFAULT).backward_observers
         edits = _versions.edits
-        for node in _toposort(root._node):
+        order = _toposort(root._node)
+        # On a graph small enough to draw value by value, keep each small gradient on its node
+        # (drawings show it, as micrograd's do); a large graph skips this bookkeeping.
+        keep_small = len(order) <= KEEP_GRAD_NODES
+        for node in order:
             g = pending.pop(id(node), None)
             if g is None:  # no gradient reached this node (e.g. an unused output)
                 continue
@@ -195,7 +201,7 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
                 out = node.retained()
                 if out is not None:
                     out.grad = g.copy() if out.grad is None else out.grad + g
-            if g.size <= KEEP_GRAD:  # drawings show it (micrograd-style); costs nothing on big graphs
+            if keep_small and g.size <= KEEP_GRAD:
                 node.grad_out = g.copy()
             grads = type(node).backward(node, g)
             if type(grads) is not tuple:
@@ -209,6 +215,7 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
                 observer(node, g, grads)
             if not retain_graph:
                 node.saved = None
+            holds_activation = False
             for t, gi in zip(node.inputs, grads):
                 if gi is None or not t.requires_grad:
                     continue
@@ -220,7 +227,9 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
                     key = id(t._node)
                     prev = pending.get(key)
                     pending[key] = gi if prev is None else prev + gi
-            if not retain_graph:
+                    if t.data.size > KEEP_VALUES:
+                        holds_activation = True
+            if holds_activation and not retain_graph:
                 node.inputs = _release(node.inputs, released)
     for leaf, g in leaves.values():
         if leaf._hooks:
@@ -237,20 +246,20 @@ class Released:
 
     Holding the input Tensors would keep every activation alive for as long as anyone keeps
     the loss (`losses.append(loss)`). A drawing or an error message needs only the shape,
-    dtype, name and the node that made it; arrays of up to `KEEP_VALUES` elements are kept
-    too, so a drawing of a small graph can still print them. Leaves (parameters, inputs) are
-    the user's own tensors and stay as they are.
+    dtype, name and the node that made it. Only nodes with an intermediate input of more than
+    `KEEP_VALUES` elements are released (small ones cost nothing to keep, and a drawing of a
+    small graph can still print their values); leaves (parameters, inputs) are the user's own
+    tensors and stay as they are.
     """
 
     __slots__ = ("shape", "dtype", "name", "_node", "grad", "_small")
     requires_grad = True
     released = True
-    KEEP_VALUES = 64
 
     def __init__(self, t: Tensor) -> None:
         a = t.data
         self.shape, self.dtype, self.name, self._node, self.grad = a.shape, a.dtype, t.name, t._node, t.grad
-        self._small = a if a.size <= self.KEEP_VALUES else None
+        self._small = a if a.size <= KEEP_VALUES else None
 
     @property
     def data(self) -> np.ndarray:
