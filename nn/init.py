@@ -11,12 +11,13 @@ import math
 
 import numpy as np
 
-from minigrad import Tensor
+from minigrad import Tensor, versions
 from minigrad.random import generator
 
 
 def _fill(t: Tensor, values: np.ndarray | float) -> Tensor:
     t.data[...] = values  # in place: the array (and any view of it) keeps its identity
+    versions.bump(t.data)  # a graph that saved the old values now refuses to backward
     return t
 
 

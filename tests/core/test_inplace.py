@@ -216,3 +216,13 @@ def test_inplace_results_of_the_same_kind_are_fine():
     f /= 2
     assert f.dtype == np.float32
     np.testing.assert_allclose(f.data, [0.75, 1.125])
+
+
+def test_re_initialising_a_weight_after_forward_makes_backward_raise():
+    import minigrad.nn as nn
+
+    lin = nn.Linear(2, 2)
+    y = lin(mg.randn(3, 2, requires_grad=True)).sum()
+    nn.init.normal_(lin.weight)  # writes the weight's array in place
+    with pytest.raises(RuntimeError, match="changed in place"):
+        y.backward()
