@@ -96,7 +96,7 @@ class Attention(Function):
         p = a if keep is None else a * keep
         out = p @ v
         ctx.save_for_backward(q, k, v, a, keep, out)
-        ctx.scale = scale
+        ctx.scale, ctx.masked, ctx.dropout_p = scale, allowed is not None, dropout_p
         return out
 
     @staticmethod
@@ -274,6 +274,39 @@ def tiled_attention(
                                 scale=scale, block_q=int(block_size[0]), block_k=int(block_size[1]))
 
 
+def _scale_name(scale: float, d: int) -> str:
+    """`1/sqrt(d_k)` when the scale is the usual one, else its value."""
+    return "1/sqrt(d_k)" if math.isclose(scale, 1.0 / math.sqrt(d)) else f"scale {scale:.4g}"
+
+
+def attention_pipeline(node: Function) -> list[tuple]:
+    """The steps a fused attention node computes, as `draw_graph(expand_fused=True)` draws
+    them: (op, inputs, result, result shape) each; an input is the index of one of the node's
+    inputs (q 0, k 1, v 2, bias 3) or the name of an earlier result."""
+    q, k, v = (t.shape for t in node.inputs[:3])
+    lead = np.broadcast_shapes(q[:-2], k[:-2], v[:-2])
+    scores = lead + (q[-2], k[-2])
+    steps = [("MatMul q @ k^T", [0, 1], "q k^T", scores),
+             (f"Mul by {_scale_name(node.scale, q[-1])}", ["q k^T"], "scores", scores)]
+    last = "scores"
+    if len(node.inputs) > 3:
+        steps.append(("Add bias", [last, 3], "scores + bias", scores))
+        last = "scores + bias"
+    if getattr(node, "masked", False):
+        steps.append(("MaskedFill -inf where not allowed", [last], "masked scores", scores))
+        last = "masked scores"
+    steps.append(("Softmax over keys", [last], "weights", scores))
+    last = "weights"
+    if getattr(node, "dropout_p", 0.0):
+        steps.append(("Dropout", [last], "dropped weights", scores))
+        last = "dropped weights"
+    steps.append(("MatMul weights @ v", [last, 2], "attention output", lead + (q[-2], v[-1])))
+    return steps
+
+
+Attention.pipeline = TiledAttention.pipeline = staticmethod(attention_pipeline)
+
+
 def attention_reference(
     q: Tensor,
     k: Tensor,
@@ -291,19 +324,29 @@ def attention_reference(
     """
     bias, allowed = _prepare("attention_reference", q, k, v, mask, is_causal, dropout_p)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    scores = q @ k.transpose(-2, -1) * scale  # (..., Tq, Tk)
+    # Each intermediate carries a name, so that draw_graph shows the lecture's pipeline.
+    raw = q @ k.transpose(-2, -1)  # (..., Tq, Tk)
+    raw.name = "q k^T"
+    factor = Tensor(np.asarray(scale, dtype=raw.dtype), name=_scale_name(scale, q.shape[-1]))
+    scores = raw * factor
+    scores.name = "scores"
     if bias is not None:
         scores = scores + bias
+        scores.name = "scores + bias"
     if allowed is not None:
         shape = np.broadcast_shapes(scores.shape, allowed.shape)
         if shape != scores.shape:  # a mask with more leading axes than q and k
             scores = scores.expand(shape)
-        scores = scores.masked_fill(Tensor(~allowed), -math.inf)
+        scores = scores.masked_fill(Tensor(~allowed, name="not allowed"), -math.inf)
+        scores.name = "masked scores"
     weights = scores.softmax(dim=-1)  # rows sum to 1; a fully masked row is all 0
+    weights.name = "weights"
     p = weights
     if dropout_p > 0:
         p = weights * Tensor(_dropout_keep(weights.shape, dropout_p, weights.dtype))
+        p.name = "dropped weights"
     out = p @ v  # (..., Tq, dv)
+    out.name = "attention output"
     if _recorders:
         _record(weights.data, "attention_reference")
     return (out, weights) if need_weights else out

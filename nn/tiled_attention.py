@@ -113,6 +113,7 @@ class TiledAttention(Function):
         tiles.release()
         ctx.save_for_backward(qs, kf, vf, out, lse)
         ctx.tiles, ctx.scale, ctx.shapes = tiles, scale, (lead, q.shape, k.shape, v.shape)
+        ctx.masked = allowed is not None or causal_offset is not None  # (for drawings)
         return out.reshape(lead + (tq, dv))
 
     @staticmethod

@@ -506,3 +506,33 @@ def test_import_minigrad_does_not_import_graphviz():
     code = "import sys, minigrad; print('graphviz' in sys.modules, 'minigrad.nn' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_expand_fused_draws_the_attention_pipeline_like_the_composed_path():
+    import minigrad.nn.functional as F
+    from minigrad.nn.fused_attention import attention_reference
+
+    q, k, v = (mg.randn(1, 3, 4, requires_grad=True) for _ in range(3))
+    mask = mg.tensor(np.tril(np.ones((3, 3), dtype=bool)))
+    fused = F.scaled_dot_product_attention(q, k, v, mask=mask).sum()
+    closed = draw_graph(fused).source
+    assert 'label="Attention"' in closed and "Softmax" not in closed
+    opened = draw_graph(fused, expand_fused=True).source
+    for step in ("MatMul q @ k^T", "Mul by 1/sqrt(d_k)", "MaskedFill -inf where not allowed",
+                 "Softmax over keys", "MatMul weights @ v", "Attention (fused kernel, expanded)"):
+        assert step in opened
+    assert "weights\\n(1, 3, 3) float32" in opened
+    composed = draw_graph(attention_reference(q, k, v, mask=mask).sum()).source
+    for name in ("q k^T", "1/sqrt(d_k)", "scores", "masked scores", "weights", "attention output"):
+        assert f'label="{name}\\n' in composed
+
+
+def test_expanded_graph_renders_to_svg(tmp_path):
+    import minigrad.nn.functional as F
+
+    q, k, v = (mg.randn(2, 4, requires_grad=True) for _ in range(3))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True).sum()
+    out.backward()
+    svg = draw_graph(out, expand_fused=True).save(tmp_path / "attention.svg")
+    texts = svg_texts(svg)
+    assert "Softmax over keys" in texts and "MatMul weights @ v" in texts
