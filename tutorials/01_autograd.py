@@ -259,3 +259,26 @@ print(f"draw_graph: {len(ops)} op boxes, {len(tensors)} tensor ovals, "
       f"{sum('->' in ln for ln in lines)} edges")
 assert len(ops) == 3 and len(tensors) == 5
 graph  # noqa: B018  (the last expression of a cell: Jupyter draws it)
+
+# %% [markdown]
+# ### Gradients on every tensor, and names
+#
+# As in micrograd's drawing, every tensor of a small graph shows its gradient after
+# `backward()`, the intermediate ones too: nobody had to call `retain_grad()`. Give a tensor a
+# name (`name=` or `t.name = ...`) and the drawing uses it. With `show_values=True` a matrix
+# prints as a grid of rows. (On a large graph, run the backward inside
+# `minigrad.viz.keep_grads()` to keep the norm of every intermediate gradient.)
+
+# %%
+w = mg.tensor([[1.0, -2.0], [0.5, 3.0]], requires_grad=True, name="w")
+h = (w * w).sum(dim=1)  # h_i = sum_j w_ij^2
+h.name = "h"
+loss = (h * mg.tensor([1.0, 2.0], name="c")).sum()
+loss.backward()
+picture = draw_graph(loss, show_values=True)
+label_of_h = next(ln for ln in picture.body if 'label="h\\n' in ln)
+print(label_of_h.split('label="')[1].split('" ')[0].replace("\\n", " | "))
+assert "grad [1, 2]" in label_of_h  # d loss / d h = c, although h.grad is None
+assert h.grad is None and np.allclose(w.grad, 2 * w.data * np.array([[1.0], [2.0]]))
+assert any("data [1, -2]\\n[0.5, 3]" in ln for ln in picture.body)  # w as a 2 x 2 grid
+picture  # noqa: B018

@@ -152,6 +152,27 @@ assert np.array_equal(np.round(W_fused.data[0], 2), [0.67, 0.16, 0.16])
 assert np.array_equal(np.round(O_fused.data[0], 3), [0.836, 0.327])
 
 # %% [markdown]
+# ### The pipeline as a graph
+#
+# The composed path names each intermediate (`q k^T`, the `1/sqrt(d_k)` factor, `scores`,
+# `weights`), so its graph reads like the slide. The fused kernel is one box; with
+# `expand_fused=True` the drawing opens it into the same steps (dashed: they happen inside
+# the one op, whose backward is hand-written).
+
+# %%
+from minigrad.viz import draw_graph  # noqa: E402
+
+Q = mg.tensor(KEYS[:1], requires_grad=True, name="q (token A)")
+K, V = mg.tensor(KEYS, name="K"), mg.tensor(VALUES, name="V")
+composed = draw_graph(attention_reference(Q, K, V).sum())
+named = [n for n in ("q k^T", "1/sqrt(d_k)", "scores", "weights") if f'label="{n}\\n' in composed.source]
+print("named in the composed graph:", named)
+assert named == ["q k^T", "1/sqrt(d_k)", "scores", "weights"]
+opened = draw_graph(F.scaled_dot_product_attention(Q, K, V).sum(), expand_fused=True)
+assert "Softmax over keys" in opened.source and "fused kernel, expanded" in opened.source
+opened  # noqa: B018
+
+# %% [markdown]
 # ## 2. Demo: self-attention from scratch
 #
 # The notes' numpy code, line for line (without the plotting), for the five tokens
