@@ -86,19 +86,29 @@ def _run(kind: str, name: str, base: Path) -> Run:
     return run
 
 
+def _children_cpu() -> float:
+    """CPU seconds used by finished child processes (and theirs): the work, whatever the load."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return float("nan")
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Every tutorial as a script and in a kernel, CONCURRENCY runs at a time (the slowest
     tutorials first). Returns {(kind, name): Run}; prints the time of every run."""
     jobs = [(kind, name) for name in SCRIPTS for kind in ("kernel", "script")]
     jobs.sort(key=lambda job: -(TUTORIALS / job[1]).stat().st_size)  # longer files train more
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _children_cpu()
     with ThreadPoolExecutor(CONCURRENCY) as pool:
         futures = {job: pool.submit(_run, *job, tmp_path_factory.mktemp(f"{job[0]}-{job[1][:2]}"))
                    for job in jobs}
         results = {job: future.result() for job, future in futures.items()}
-    total = time.perf_counter() - t0
-    print(f"\n{len(jobs)} tutorial runs, {CONCURRENCY} at a time: {total:.0f} s")
+    total, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
+    print(f"\n{len(jobs)} tutorial runs, {CONCURRENCY} at a time: {total:.0f} s ({cpu:.0f} s of CPU)")
     for (kind, name), run in sorted(results.items(), key=lambda item: item[0][::-1]):
         print(f"  {name:34s} {kind:6s} {run.seconds:6.1f} s")
     return results
