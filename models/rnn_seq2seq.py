@@ -46,7 +46,7 @@ class Encoder(nn.Module):
         False at PAD, where the state is carried over unchanged, so the final state is the
         state after each sequence's last real token."""
         B, S, _ = x.shape
-        h = mg.zeros(B, self.cell.hidden_size)  # (B, C)
+        h = mg.zeros(B, self.cell.hidden_size, dtype=x.dtype)  # (B, C), in the model's dtype
         states = []
         for j in range(S):
             h = mg.where(keep[:, j], self.cell(x[:, j], h), h)  # (B, C)
