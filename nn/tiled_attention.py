@@ -88,7 +88,7 @@ class TiledAttention(Function):
         # (small copies), so that no array beyond the tiles is larger than the inputs.
         for i0, i1 in tiles.query_blocks():
             acc = acc_l[:, i0:i1]
-            m = np.full((qs.shape[0], i1 - i0, 1), -np.inf, dtype)
+            m = tiles.first_scores(qs[:, i0:i1], kf, i0, i1)  # (N, bq, 1): -inf, or S_i0 (below)
             q_m = _append(qs[:, i0:i1], 0)  # [Q_I * scale, -m] for the shortcut, see below
             for j0, j1 in tiles.key_blocks(i0, i1):
                 v1 = _append(vf[:, j0:j1], 1)  # (N, bk, dv + 1)
@@ -170,14 +170,15 @@ def _shortcut(tiles, acc, m, q_m, kf, v1, i0, i1, j0, j1) -> bool:
     take the steps of the docstring instead.
 
     Any reference works in place of the max as long as exp neither overflows nor loses the row:
-    l and acc are both taken against m, and O = acc / l does not depend on it. Once every row
-    has seen a score (m finite, and l >= 1 since m is one of them), exp(S - m) can only lose
-    terms that are negligible next to l; if the tile's scores rise far above m, the tile sum
-    comes out huge or inf and the tile is redone the careful way. A large l is folded into m.
+    l and acc are both taken against m, and O = acc / l does not depend on it. m is always one
+    of the row's scores (a max so far, or S_i0 when key 0 is allowed for every row, whose tile
+    comes first), so l >= 1 once its tile is in and exp(S - m) can only lose terms negligible
+    next to l. If the tile's scores rise far above m, its sum comes out huge or inf and the
+    tile is redone the careful way. A large l is folded into m.
     """
-    total = acc[:, :, -1:]
-    if not (total > 0).all():  # some row has seen nothing yet: no reference for it
+    if not np.isfinite(m).all():  # some row has seen nothing yet: no reference for it
         return False
+    total = acc[:, :, -1:]
     q_m[:, :, -1:] = -m
     k1t = _append(kf[:, j0:j1], 1).transpose(0, 2, 1)  # [K_J, 1]^T
     p = tiles.scores(q_m, k1t, i0, i1, j0, j1)  # [Q_I * scale, -m] [K_J, 1]^T = S_IJ - m
@@ -247,6 +248,18 @@ class _Tiles:
                 mask, c0 = masked
                 np.copyto(s4[..., c0 - j0:], -np.inf, where=~mask)
         return s
+
+    def first_scores(self, q_blk, kf, i0, i1):
+        """S_i0 for the rows of q_blk (N, bq, 1), when key 0 is allowed for every query (no bool
+        mask, diagonal at or above it) and finite: a reference for `_shortcut`; else -inf."""
+        m = np.full(q_blk.shape[:2] + (1,), -np.inf, q_blk.dtype)
+        if self.allowed is not None or (self.offset is not None and self.offset < 0) or self.tk == 0:
+            return m
+        s0 = q_blk @ kf[:, :1].transpose(0, 2, 1)  # (N, bq, 1)
+        if self.bias is not None:
+            s04 = s0.reshape(self.lead + s0.shape[1:])
+            s04 += _cut(self.bias, i0, i1, 0, 1)
+        return s0 if np.isfinite(s0).all() else m
 
     def buffer(self, which, shape):
         """A contiguous array of `shape` (at most one tile) in reusable buffer 0 or 1."""

@@ -154,6 +154,21 @@ def test_scores_rising_from_tile_to_tile(step, dtype):
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
 
 
+def test_float_mask_forbidding_the_first_key():
+    """-inf in a float mask at key 0: that row has no finite first score to start from."""
+    rng = np.random.default_rng(3)
+    bias = rng.standard_normal((5, 7))
+    bias[2, 0] = bias[3, :] = -np.inf  # row 3: nothing allowed at all
+    q, k, v = rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 7, 3)), rng.standard_normal((2, 7, 2))
+    g = rng.standard_normal((2, 5, 2))
+    tiled, tiled_grads = _run(tiled_attention, q, k, v, bias, g, block_size=(2, 3))
+    ref, ref_grads = _run(attention_reference, q, k, v, bias, g)
+    np.testing.assert_allclose(tiled, ref, rtol=1e-10, atol=1e-12)
+    assert np.all(tiled[:, 3] == 0)
+    for a, b in zip(tiled_grads, ref_grads):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
 def test_huge_logits_stay_finite():
     rng = np.random.default_rng(1)
     q, k, v = (mg.tensor(rng.standard_normal((1, 9, 4)).astype(np.float32) * 30) for _ in range(3))
