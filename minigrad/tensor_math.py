@@ -27,23 +27,37 @@ class MathMethods:
 
     # ------------------------------------------------------------------ elementwise math
 
+    def _floating(self) -> Tensor:
+        """An integer or bool tensor as float32 (PyTorch's default float dtype), for the
+        transcendental functions, which give a float for an integer input, as in PyTorch."""
+        if self.data.dtype.kind in "fc":
+            return self
+        return self.float()
+
+    def _float_only(self, op: str) -> None:
+        """Reductions that average refuse integers, as PyTorch does (the mean of int64 has no
+        int64 result)."""
+        if self.data.dtype.kind not in "fc":
+            raise TypeError(f"{op}: the input is {self.data.dtype}, not a floating-point tensor; "
+                            f"convert it first with .float()")
+
     def exp(self) -> Tensor:
-        return Exp.apply(self)
+        return Exp.apply(self._floating())
 
     def log(self) -> Tensor:
-        return Log.apply(self)
+        return Log.apply(self._floating())
 
     def sqrt(self) -> Tensor:
-        return Sqrt.apply(self)
+        return Sqrt.apply(self._floating())
 
     def abs(self) -> Tensor:
         return Abs.apply(self)
 
     def tanh(self) -> Tensor:
-        return Tanh.apply(self)
+        return Tanh.apply(self._floating())
 
     def sigmoid(self) -> Tensor:
-        return Sigmoid.apply(self)
+        return Sigmoid.apply(self._floating())
 
     def relu(self) -> Tensor:
         return ReLU.apply(self)
@@ -87,6 +101,7 @@ class MathMethods:
         return Sum.apply(self, dim=dim, keepdim=keepdim)
 
     def mean(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+        self._float_only("mean")
         return Mean.apply(self, dim=dim, keepdim=keepdim)
 
     def max(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
@@ -101,10 +116,12 @@ class MathMethods:
 
     def var(self, dim: Dim = None, keepdim: bool = False, correction: int = 1) -> Tensor:
         """Variance over dim; correction=1 divides by n - 1 (unbiased), as PyTorch."""
+        self._float_only("var")
         return Var.apply(self, dim=dim, keepdim=keepdim, correction=correction)
 
     def std(self, dim: Dim = None, keepdim: bool = False, correction: int = 1) -> Tensor:
         """Standard deviation over dim; a constant slice gets gradient 0, as in PyTorch."""
+        self._float_only("std")
         return Std.apply(self, dim=dim, keepdim=keepdim, correction=correction)
 
     def logsumexp(self, dim: Dim = None, keepdim: bool = False) -> Tensor:

@@ -183,3 +183,17 @@ def test_iterating_gives_the_rows():
     rows = list(mg.tensor([[1.0, 2.0], [3.0, 4.0]]))
     assert [r.tolist() for r in rows] == [[1.0, 2.0], [3.0, 4.0]]
     assert list(mg.zeros(0, 3)) == []
+
+
+@pytest.mark.parametrize("method", ["exp", "log", "sqrt", "tanh", "sigmoid"])
+def test_transcendental_functions_of_ints_are_float32(method):  # torch.sqrt(long) is float32
+    ints = mg.tensor(np.array([1, 4, 9]))
+    out = getattr(ints, method)()
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out.data, getattr(mg.tensor([1.0, 4.0, 9.0]), method)().data)
+
+
+@pytest.mark.parametrize("method", ["mean", "var", "std"])
+def test_averages_of_ints_are_refused_as_in_pytorch(method):
+    with pytest.raises(TypeError, match=rf"{method}: the input is int64, not a floating-point tensor"):
+        getattr(mg.tensor(np.array([1, 2, 3])), method)()
