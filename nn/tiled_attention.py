@@ -264,7 +264,8 @@ class _Tiles:
     def buffer(self, which, shape):
         """A contiguous array of `shape` (at most one tile) in reusable buffer 0 or 1."""
         if self._buffers[which] is None:
-            self._buffers[which] = np.empty(shape[0] * self.bq * self.bk, self.dtype)
+            size = shape[0] * min(self.bq, self.tq) * min(self.bk, self.tk)
+            self._buffers[which] = np.empty(size, self.dtype)
         return self._buffers[which][:int(np.prod(shape))].reshape(shape)
 
     def release(self):
