@@ -64,8 +64,9 @@ class TiledAttention(Function):
     the diagonal crosses need the mask at all. The same holds for any bool mask: a tile it
     masks entirely is skipped, a tile it allows entirely is not masked.
 
-    Memory: besides inputs, O and the gradients, one or two (B*H, block_q, block_k) tiles and
-    O(Tq) numbers per head, instead of A's (B*H, Tq, Tk). A row with nothing allowed keeps
+    Memory: besides inputs, O and the gradients, one or two (B*H, block_q, block_k) tiles,
+    copies of K and V with one more column, and O(Tq) numbers per head, instead of A's
+    (B*H, Tq, Tk). A row with nothing allowed keeps
     l = 0: it gives O = 0 and gradient 0, as in `Attention`. Subtracting the running max keeps
     exp from overflowing; exp(m - m') <= 1.
     """
@@ -82,19 +83,19 @@ class TiledAttention(Function):
         tiles = _Tiles(lead, tq, tk, bias, allowed, causal_offset, block_q, block_k, dtype)
         acc_l = np.zeros(qs.shape[:2] + (dv + 1,), dtype)  # (N, Tq, dv + 1): [acc, l] per row
         lse = np.zeros(qs.shape[:2] + (1,), dtype)  # (N, Tq, 1), L
-        kt = kf.transpose(0, 2, 1)  # (N, d, Tk)
         # A column of ones after V makes P [V, 1] = [P V, rowsum(P)]: the sum l rides along in
-        # the matmul instead of costing a pass over P. Such columns are appended block by block
-        # (small copies), so that no array beyond the tiles is larger than the inputs.
+        # the matmul instead of costing a pass over P. And [Q*scale, -m] [K, 1]^T = S - m: the
+        # shortcut below gets S - m straight from the matmul (with 0 for -m, plain S).
+        k1t, v1 = _append_t(kf, 1), _append(vf, 1)  # (N, d + 1, Tk), (N, Tk, dv + 1)
         for i0, i1 in tiles.query_blocks():
             acc = acc_l[:, i0:i1]
             m = tiles.first_scores(qs[:, i0:i1], kf, i0, i1)  # (N, bq, 1): -inf, or S_i0 (below)
-            q_m = _append(qs[:, i0:i1], 0)  # [Q_I * scale, -m] for the shortcut, see below
+            q_m = _append(qs[:, i0:i1], 0)  # [Q_I * scale, -m], (N, bq, d + 1)
             for j0, j1 in tiles.key_blocks(i0, i1):
-                v1 = _append(vf[:, j0:j1], 1)  # (N, bk, dv + 1)
-                if _shortcut(tiles, acc, m, q_m, kf, v1, i0, i1, j0, j1):
+                if _shortcut(tiles, acc, m, q_m, k1t[:, :, j0:j1], v1[:, j0:j1], i0, i1, j0, j1):
                     continue
-                s = tiles.scores(qs[:, i0:i1], kt[:, :, j0:j1], i0, i1, j0, j1)
+                q_m[:, :, -1] = 0
+                s = tiles.scores(q_m, k1t[:, :, j0:j1], i0, i1, j0, j1)
                 if s is None:
                     continue  # every score of the tile is masked
                 m_new = np.maximum(m, s.max(axis=-1, keepdims=True))  # 2. the running max
@@ -102,7 +103,7 @@ class TiledAttention(Function):
                 s -= m_safe
                 np.exp(s, out=s)  # P
                 acc *= np.exp(m - m_safe)  # the correction c; exp(-inf) = 0 when nothing came before
-                acc += s @ v1  # acc = c acc + P V,  l = c l + rowsum(P)
+                acc += s @ v1[:, j0:j1]  # acc = c acc + P V,  l = c l + rowsum(P)
                 m[...] = m_new
             total = acc[:, :, dv:].copy()
             empty = total == 0  # a row with nothing allowed: O = 0, L = 0 (never used)
@@ -130,14 +131,14 @@ class TiledAttention(Function):
         dbias = np.zeros(tiles.bias.shape, out.dtype) if need_bias else None
         # Two more columns fold the subtractions into the matmuls: [Q*scale, -L] [K, 1]^T = S - L
         # and [g, -D] [V, 1]^T = dA - D, so no pass over a tile is spent on them.
+        k1t, v1t = _append_t(kf, 1), _append_t(vf, 1)  # (N, d + 1, Tk), (N, dv + 1, Tk)
         for i0, i1 in tiles.query_blocks():  # the forward's tiles, in the forward's order
             gi, dqi = g[:, i0:i1], None if dq is None else dq[:, i0:i1]
             d_row = (gi * out[:, i0:i1]).sum(axis=-1, keepdims=True)  # D_I = rowsum(g_I * O_I)
             q_l = _append(qs[:, i0:i1], -lse[:, i0:i1])  # (N, bq, d + 1)
             g_d = _append(gi, -d_row)  # (N, bq, dv + 1)
             for j0, j1 in tiles.key_blocks(i0, i1):
-                k1t = _append(kf[:, j0:j1], 1).transpose(0, 2, 1)  # (N, d + 1, bk)
-                a = tiles.scores(q_l, k1t, i0, i1, j0, j1)  # S_IJ - L_I
+                a = tiles.scores(q_l, k1t[:, :, j0:j1], i0, i1, j0, j1)  # S_IJ - L_I
                 if a is None:
                     continue
                 np.exp(a, out=a)  # A_IJ = exp(S_IJ - L_I), recomputed
@@ -145,8 +146,7 @@ class TiledAttention(Function):
                     dv[:, j0:j1] += a.transpose(0, 2, 1) @ gi  # 1. dV_J += A_IJ^T g_I
                 if not need_ds:
                     continue
-                v1t = _append(vf[:, j0:j1], 1).transpose(0, 2, 1)  # (N, dv + 1, bk)
-                ds = np.matmul(g_d, v1t, out=tiles.buffer(1, a.shape))  # 1. dA_IJ - D_I = g_I V_J^T - D_I
+                ds = np.matmul(g_d, v1t[:, :, j0:j1], out=tiles.buffer(1, a.shape))  # 1. dA_IJ - D_I
                 ds *= a  # 3. dS = A * (dA - D)
                 if need_bias:
                     tiles.add_bias_grad(dbias, ds, i0, i1, j0, j1)
@@ -164,7 +164,7 @@ class TiledAttention(Function):
         return grads
 
 
-def _shortcut(tiles, acc, m, q_m, kf, v1, i0, i1, j0, j1) -> bool:
+def _shortcut(tiles, acc, m, q_m, k1t, v1, i0, i1, j0, j1) -> bool:
     """Add tile (I, J) to [acc, l] against the running max m as it stands, without the pass that
     finds the tile's own max; False (nothing changed) when that is not safe, for the caller to
     take the steps of the docstring instead.
@@ -180,7 +180,6 @@ def _shortcut(tiles, acc, m, q_m, kf, v1, i0, i1, j0, j1) -> bool:
         return False
     total = acc[:, :, -1:]
     q_m[:, :, -1:] = -m
-    k1t = _append(kf[:, j0:j1], 1).transpose(0, 2, 1)  # [K_J, 1]^T
     p = tiles.scores(q_m, k1t, i0, i1, j0, j1)  # [Q_I * scale, -m] [K_J, 1]^T = S_IJ - m
     if p is None:
         return True  # all masked: nothing to add
@@ -307,6 +306,15 @@ def _append(x: np.ndarray, column) -> np.ndarray:
     out = np.empty(x.shape[:2] + (x.shape[2] + 1,), x.dtype)
     out[:, :, :-1] = x
     out[:, :, -1:] = column
+    return out
+
+
+def _append_t(x: np.ndarray, column) -> np.ndarray:
+    """[x, column]^T as one contiguous (N, f + 1, T) array: blocks of its columns are plain
+    strided matrices, which BLAS reads faster than a transposed view."""
+    out = np.empty((x.shape[0], x.shape[2] + 1, x.shape[1]), x.dtype)
+    out[:, :-1] = x.transpose(0, 2, 1)
+    out[:, -1] = column
     return out
 
 
