@@ -1,5 +1,6 @@
 """Hypothesis profiles: `ci` (fewer examples, the default in CI), `dev` (the default), and
-`thorough`; choose with HYPOTHESIS_PROFILE."""
+`thorough`; choose with HYPOTHESIS_PROFILE. The `requires_dot` marker skips a test, naming the
+install command, when Graphviz's `dot` program is missing."""
 
 import os
 
@@ -15,3 +16,22 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 import minigrad  # noqa: E402
 
 minigrad.set_num_threads(1)
+
+# ----------------------------------------------------------------------------- system programs
+
+import shutil  # noqa: E402
+
+import pytest  # noqa: E402
+
+DOT_MISSING = ("needs Graphviz's `dot` program, not found on PATH; install Graphviz: apt-get install "
+               "graphviz / brew install graphviz / conda install -c conda-forge graphviz")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "requires_dot: renders with Graphviz's `dot`; skipped when it is "
+                                       "missing (CI installs it and fails without it)")
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("requires_dot") is not None and shutil.which("dot") is None:
+        pytest.skip(DOT_MISSING)

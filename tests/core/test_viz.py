@@ -210,6 +210,7 @@ def test_a_tensor_name_labels_it():
     assert 'label="x\\n(2,) float32' in src and 'label="scores\\n(2,) float32' in src
 
 
+@pytest.mark.requires_dot
 def test_render_svg_and_png_for_real(tiny, tmp_path):
     model, loss = tiny
     dot = draw_graph(loss, model=model, depth=2)

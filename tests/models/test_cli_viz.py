@@ -86,6 +86,7 @@ def attention_paths(model):
 # ----------------------------------------------------------------------------- graph
 
 
+@pytest.mark.requires_dot
 def test_graph_depth_1_shows_the_blocks_depth_3_the_ops(tmp_path, capsys):
     code, out, _ = run(["graph", "gpt", "--depth", "1", "--out", str(tmp_path / "g1.svg")], capsys)
     assert code == 0 and "g1.svg" in out and "gpt (tiny)" in out
@@ -99,6 +100,7 @@ def test_graph_depth_1_shows_the_blocks_depth_3_the_ops(tmp_path, capsys):
     assert any(t.startswith("|grad| = ") for t in deep)  # drawn after backward
 
 
+@pytest.mark.requires_dot
 def test_graph_of_one_module_and_other_formats(recipes, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(cli, "recipe_class", lambda _: Built(tiny_recipe(recipes, "gpt")))
     out = tmp_path / "sub" / "attn.svg"  # the folder is made
@@ -175,6 +177,7 @@ def test_plot_without_a_log_is_an_error(tmp_path, capsys):
 # ----------------------------------------------------------------------------- every model
 
 
+@pytest.mark.requires_dot
 @pytest.mark.parametrize("name", MODELS)
 def test_graph_of_every_model(name, recipes, tmp_path, capsys, monkeypatch):
     recipe = tiny_recipe(recipes, name)
