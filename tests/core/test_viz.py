@@ -528,6 +528,7 @@ def test_expand_fused_draws_the_attention_pipeline_like_the_composed_path():
         assert f'label="{name}\\n' in composed
 
 
+@pytest.mark.requires_dot
 def test_expanded_graph_renders_to_svg(tmp_path):
     import minigrad.nn.functional as F
 
