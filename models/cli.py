@@ -35,6 +35,16 @@ def _recipe_from_checkpoint(path: str, expect: str | None = None):
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    if args.nproc < 1:
+        raise ValueError(f"--nproc must be positive, got {args.nproc}")
+    if args.nproc > 1 and args.engine != "torch":
+        raise ValueError(f"--nproc {args.nproc} needs --engine torch: the minigrad engine trains in "
+                         "one process")
+    if args.engine == "torch":
+        try:  # torch is imported only here, so the command starts fast without it
+            from minigrad.export.distributed import train_distributed
+        except ImportError as e:
+            raise ImportError(f"--engine torch: {e}") from None
     cls = recipe_class(args.model)
     args.preset = args.preset or cls.default_preset
     check_preset(cls, args.preset)
@@ -56,10 +66,16 @@ def cmd_train(args: argparse.Namespace) -> int:
         cfg = cls.train_config(args.preset, steps=args.steps, seed=args.seed)
         what = args.preset
     print(f"{args.model} ({what}): {recipe.model.num_parameters():,} parameters, "
-          f"{cfg.steps} steps, batch {cfg.batch_size}; writing to {out}")
+          f"{cfg.steps} steps, batch {cfg.batch_size}; writing to {out}"
+          + (f"; torch engine, {args.nproc} process{'es' * (args.nproc > 1)}"
+             if args.engine == "torch" else ""))
     t0 = time.perf_counter()
     try:
-        metrics = train(recipe, cfg, out, resume=args.resume, progress=not args.quiet)
+        if args.engine == "torch":
+            metrics = train_distributed(recipe, cfg, out, nproc=args.nproc, resume=args.resume,
+                                        progress=not args.quiet, threads=args.threads)
+        else:
+            metrics = train(recipe, cfg, out, resume=args.resume, progress=not args.quiet)
     except TrainingInterrupted as stop:
         print(f"minigrad: {stop}; continue with: minigrad train {args.model} --resume {out}", file=sys.stderr)
         return 130  # the shell's code for "ended by Ctrl-C"
@@ -153,6 +169,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "its folder unless --out is given")
     t.add_argument("--seed", type=int, help="random seed")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.add_argument("--engine", choices=["minigrad", "torch"], default="minigrad",
+                   help="minigrad (default) or torch: export the model and train it with PyTorch, "
+                   "data-parallel over --nproc processes (needs the torch extra)")
+    t.add_argument("--nproc", type=int, default=1,
+                   help="processes for --engine torch, each on its share of every batch (default 1)")
     t.set_defaults(run=cmd_train)
 
     s = sub.add_parser("sample", help="generate text from a checkpoint")
