@@ -17,6 +17,7 @@ import numpy as np
 import minigrad as mg
 from minigrad import autograd
 from minigrad.autograd import unbroadcast
+from minigrad.gradcheck import side_by_side
 from minigrad.tensor import Tensor
 
 from .diagnose import Mistake, close, generic_mistakes, match
@@ -109,20 +110,6 @@ def numeric_grads(fn: Fn, case: Case, g: np.ndarray, eps: float = 1e-6) -> dict[
     return out
 
 
-def side_by_side(blocks: list[tuple[str, np.ndarray]]) -> str:
-    """Arrays printed next to each other under their titles (leading axes flattened)."""
-    cols = []
-    for title, a in blocks:
-        a = np.asarray(a)
-        a2 = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else np.atleast_1d(a)
-        text = np.array2string(a2, precision=4, suppress_small=True, max_line_width=80).splitlines()
-        width = max(len(title), *(len(t) for t in text))
-        cols.append([title.ljust(width)] + [t.ljust(width) for t in text])
-    height = max(len(c) for c in cols)
-    rows = ["   ".join(c[i] if i < len(c) else " " * len(c[0]) for c in cols) for i in range(height)]
-    return "\n".join("    " + r.rstrip() for r in rows)
-
-
 def _student_view(name: str, got: np.ndarray | None, shape: tuple[int, ...], must_reduce: bool,
                   reference: np.ndarray) -> tuple[np.ndarray | None, Fail | None]:
     """The student's gradient in the input's shape, or the failure its shape already shows."""
@@ -182,7 +169,8 @@ def compare(student: Fn, reference: Fn, case: Case, op: type | None = None,
         blocks = [(f"d{n}: yours (analytic)", got[n]), ("numeric", numeric)]
         if got[n].shape == numeric.shape:
             blocks.append(("difference", got[n] - numeric))
-        detail = f"worked case ({case.describe()}, random upstream gradient g):\n" + side_by_side(blocks)
+        detail = (f"worked case ({case.describe()}, random upstream gradient g):\n"
+                  + side_by_side(blocks, width=80))
     raise Fail(msg, detail, [found.code] if found else [])
 
 

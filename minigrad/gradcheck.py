@@ -108,7 +108,7 @@ def _report(name: str, shape: tuple, analytic: np.ndarray, numeric: np.ndarray, 
         f"    {int(bad.sum())} of {bad.size} elements disagree",
     ]
     if analytic.size <= SHOW_ARRAYS:
-        lines.append(_side_by_side([("analytic", analytic), ("numeric", numeric),
+        lines.append(side_by_side([("analytic", analytic), ("numeric", numeric),
                                     ("difference", analytic - numeric)]))
     pattern = describe_pattern(analytic, numeric)
     if pattern:
@@ -144,13 +144,17 @@ def describe_pattern(analytic: np.ndarray, numeric: np.ndarray) -> str:
     return ""
 
 
-def _side_by_side(blocks: list[tuple[str, np.ndarray]]) -> str:
+def side_by_side(blocks: list[tuple[str, np.ndarray]], width: int = 60) -> str:
+    """Arrays printed next to each other under their titles (leading axes flattened), each
+    column at most `width` characters: how gradcheck and the exercise grader show analytic,
+    numeric and difference arrays."""
     cols = []
     for title, arr in blocks:
+        arr = np.asarray(arr)
         arr2 = arr.reshape(-1, arr.shape[-1]) if arr.ndim > 2 else np.atleast_1d(arr)
-        text = np.array2string(arr2, precision=4, suppress_small=True, max_line_width=60).splitlines()
-        width = max(len(title), *(len(t) for t in text))
-        cols.append([title.ljust(width)] + [t.ljust(width) for t in text])
+        text = np.array2string(arr2, precision=4, suppress_small=True, max_line_width=width).splitlines()
+        col_width = max(len(title), *(len(t) for t in text))
+        cols.append([title.ljust(col_width)] + [t.ljust(col_width) for t in text])
     height = max(len(c) for c in cols)
     rows = ["   ".join(c[i] if i < len(c) else " " * len(c[0]) for c in cols) for i in range(height)]
     return "\n".join("    " + r.rstrip() for r in rows)
