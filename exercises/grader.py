@@ -109,13 +109,24 @@ def load_file(path: str) -> ModuleType:
 
 
 def where_raised(exc: BaseException, source: str | None) -> str:
-    """'file.py, line N' of the deepest frame in the student's file (else the deepest frame)."""
+    """'file.py, line N' of the deepest frame in the student's file (else the deepest frame,
+    unless that is inside minigrad: an engine error, such as a gradient of the wrong shape,
+    names the op itself, and the library's line would only distract)."""
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames:
         return ""
     mine = [f for f in frames if source and os.path.abspath(f.filename) == os.path.abspath(source)]
+    if not mine and _in_library(frames[-1].filename):
+        return ""
     f = (mine or frames)[-1]
     return f"{os.path.basename(f.filename)}, line {f.lineno}" + (f" ({f.line})" if f.line else "")
+
+
+def _in_library(filename: str) -> bool:
+    import minigrad.nn  # (nn sits outside the minigrad folder in a checkout)
+
+    roots = {os.path.dirname(os.path.abspath(m.__file__)) for m in (minigrad, minigrad.nn)}
+    return any(os.path.abspath(filename).startswith(r + os.sep) for r in roots)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -136,7 +147,9 @@ def run_checks(task: str, source: str, checks: list[Check], path: str | None = N
             report.not_implemented = f"{where_raised(e, path)} raises NotImplementedError"
             break
         except Exception as e:  # the student's code raised: say what and where
-            report.checks.append(CheckResult(name, False, f"raised {_one_line(e)} ({where_raised(e, path)})"))
+            where = where_raised(e, path)
+            message = f"raised {_one_line(e)}" + (f" ({where})" if where else "")
+            report.checks.append(CheckResult(name, False, message))
     return report
 
 

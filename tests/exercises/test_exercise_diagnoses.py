@@ -219,3 +219,12 @@ def test_ignoring_g_is_right_under_sum_backward(tmp_path):
         out.sum().backward()
         grads.append(v.grad)
     assert np.allclose(grads[0], grads[1])
+
+
+def test_an_engine_error_names_the_op_not_a_library_line(tmp_path):
+    """dK = (dS Q)^T has the wrong shape when Tq != d: the engine's error names the op and the
+    shapes, and the report does not point into minigrad's own files."""
+    body = ATTENTION + "return dq, (ds @ q * ctx.c).swapaxes(-1, -2), dv"
+    text = grade("attention_backward", student_file(tmp_path, "attention_backward", body)).text()
+    assert "Attention.backward returned a gradient of shape" in text
+    assert "autograd.py" not in text
