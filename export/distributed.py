@@ -20,7 +20,9 @@ from __future__ import annotations
 import csv
 import inspect
 import os
+import signal
 import socket
+import threading
 import time
 from dataclasses import asdict
 from typing import Any
@@ -88,7 +90,8 @@ def train_distributed(recipe: Any, cfg: TrainConfig, out_dir: str, nproc: int = 
     os.makedirs(out_dir, exist_ok=True)
     job = dict(cfg=asdict(cfg), out_dir=out_dir, resume=resume, progress=progress, threads=threads, log=log)
     if nproc == 1:
-        result = _train(0, 1, recipe, job)
+        with _CtrlC() as interrupted:
+            result = _train(0, 1, recipe, job, interrupted)
     else:
         job.update(name=recipe.name, meta=recipe.meta(), weights=recipe.model.state_dict(),
                    init=f"tcp://127.0.0.1:{_free_port()}", log=None)
@@ -97,23 +100,35 @@ def train_distributed(recipe: Any, cfg: TrainConfig, out_dir: str, nproc: int = 
         # Children read OMP_NUM_THREADS when they import numpy and torch, before any of our code.
         saved = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
         os.environ.update({k: str(threads) for k in saved})
+        # Ctrl-C reaches every process of the terminal's group. The children stop together and
+        # save; this process waits for them. Ignored here, it is also ignored by the children
+        # until they can handle it (Python installs KeyboardInterrupt only where SIGINT is not
+        # ignored), so a Ctrl-C while they import torch cannot leave half of them running.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
         try:
-            with _CtrlC():  # Ctrl-C reaches the children too; they stop together and save
-                procs = mp.spawn(_spawned, args=(nproc, job, results), nprocs=nproc, join=False)
-                while not procs.join():
-                    pass
+            procs = mp.spawn(_spawned, args=(nproc, job, results), nprocs=nproc, join=False)
+            while not procs.join():
+                pass
         finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
+        if results.empty():  # torch's spawn wrapper ends a process quietly on KeyboardInterrupt
+            raise KeyboardInterrupt
         result = results.get()
         # The trained weights live in the checkpoint process 0 wrote; the caller's model gets them.
         recipe.model.load_state_dict(read_checkpoint(os.path.join(out_dir, "checkpoint.npz"))[1])
     if result["interrupted"] is not None:
         raise TrainingInterrupted(result["interrupted"], os.path.join(out_dir, "checkpoint.npz"))
     return result["metrics"]
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()  # signals are set there only
 
 
 def _free_port() -> int:
@@ -124,24 +139,30 @@ def _free_port() -> int:
 
 
 def _spawned(rank: int, world: int, job: dict, results: Any) -> None:
-    """Entry point of a spawned process: rebuild the recipe, join the group, train."""
-    recipe = recipe_class(job["name"]).from_meta(job["meta"])
-    recipe.model.load_state_dict(job["weights"])
-    cuda = torch.cuda.is_available() and torch.cuda.device_count() >= world
-    dist.init_process_group("nccl" if cuda else "gloo", init_method=job["init"], rank=rank, world_size=world)
-    try:
-        result = _train(rank, world, recipe, job)
-        if rank == 0:
-            results.put(result)
-    finally:
-        dist.destroy_process_group()
+    """Entry point of a spawned process: rebuild the recipe, join the group, train.
+
+    Ctrl-C is caught from here on, so a process being set up does not die while the others wait
+    for it: they all stop together after the first step instead."""
+    with _CtrlC() as interrupted:
+        recipe = recipe_class(job["name"]).from_meta(job["meta"])
+        recipe.model.load_state_dict(job["weights"])
+        cuda = torch.cuda.is_available() and torch.cuda.device_count() >= world
+        dist.init_process_group("nccl" if cuda else "gloo", init_method=job["init"], rank=rank,
+                                world_size=world)
+        try:
+            result = _train(rank, world, recipe, job, interrupted)
+            if rank == 0:
+                results.put(result)
+        finally:
+            dist.destroy_process_group()
 
 
 # ----------------------------------------------------------------------------- one process
 
 
-def _train(rank: int, world: int, recipe: Any, job: dict) -> dict:
-    """The training loop of one process (of `world`); process 0 logs, evaluates and saves."""
+def _train(rank: int, world: int, recipe: Any, job: dict, interrupted: Any) -> dict:
+    """The training loop of one process (of `world`); process 0 logs, evaluates and saves.
+    `interrupted.flag` turns True on Ctrl-C (the caller has the catcher active)."""
     cfg = TrainConfig.from_dict(job["cfg"])
     torch.set_num_threads(job["threads"])
     mg.set_num_threads(job["threads"])
@@ -183,52 +204,51 @@ def _train(rank: int, world: int, recipe: Any, job: dict) -> dict:
                disable=rank > 0 or not job["progress"], desc=f"train {recipe.name} (torch x{world})",
                unit="step", dynamic_ncols=True)
     t0 = time.perf_counter() - seconds
-    interrupted, stop = _CtrlC(), False
+    stop = False
 
     def save(step: int) -> None:
         _back_to_minigrad(net, topt, params, recipe.model, opt)
         save_checkpoint(ckpt_path, recipe, opt, sched, step, cfg, data_rng, history,
                         seconds=time.perf_counter() - t0)
 
-    with interrupted:
-        for step in bar:
-            if stop or (world == 1 and interrupted.flag):  # every process stops at the same step
-                bar.close()
-                if rank == 0:
-                    save(step)
-                return {"metrics": metrics, "interrupted": step}
-            batch = recipe.batch("train", data_rng, cfg.batch_size)  # the global batch
-            shard = [torch.from_numpy(np.ascontiguousarray(t.data[rank * per_rank:(rank + 1) * per_rank]))
-                     .to(device) for t in batch]
-            loss = model(*shard)
-            topt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
-            topt.step()
-            sched.step()
-            for group, lr in zip(topt.param_groups, sched.get_last_lr()):
-                group["lr"] = lr
-            value = loss.item()
-            if world > 1:  # the global batch's mean loss, and whether anyone was interrupted
-                both = torch.tensor([value, float(interrupted.flag)], dtype=torch.float64, device=device)
-                dist.all_reduce(both)
-                value, stop = both[0].item() / world, both[1].item() > 0
-            lr, done = sched.get_last_lr()[0], step + 1
-            if rank:
-                continue
-            bar.set_postfix(loss=f"{value:.3f}", lr=f"{lr:.1e}")
-            row = [done, f"{value:.5f}", "", f"{lr:.3e}", f"{time.perf_counter() - t0:.2f}"]
-            evaluate = done % cfg.eval_every == 0 or done == cfg.steps
-            if evaluate:
-                recipe.model.load_state_dict(state_dict_from_torch(net.state_dict(), recipe.model))
-                metrics = {"step": done, **recipe.evaluate(cfg.eval_batches)}
-                history.append(metrics)
-                row[2] = f"{metrics.get('val_loss', float('nan')):.5f}"
-                say(f"step {done}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if k != "step"))
-            with open(log_path, "a", newline="") as f:
-                csv.writer(f).writerow(row)
-            if evaluate:
-                save(done)
+    for step in bar:
+        if stop or (world == 1 and interrupted.flag):  # every process stops at the same step
+            bar.close()
+            if rank == 0:
+                save(step)
+            return {"metrics": metrics, "interrupted": step}
+        batch = recipe.batch("train", data_rng, cfg.batch_size)  # the global batch
+        shard = [torch.from_numpy(np.ascontiguousarray(t.data[rank * per_rank:(rank + 1) * per_rank]))
+                 .to(device) for t in batch]
+        loss = model(*shard)
+        topt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
+        topt.step()
+        sched.step()
+        for group, lr in zip(topt.param_groups, sched.get_last_lr()):
+            group["lr"] = lr
+        value = loss.item()
+        if world > 1:  # the global batch's mean loss, and whether anyone was interrupted
+            both = torch.tensor([value, float(interrupted.flag)], dtype=torch.float64, device=device)
+            dist.all_reduce(both)
+            value, stop = both[0].item() / world, both[1].item() > 0
+        lr, done = sched.get_last_lr()[0], step + 1
+        if rank:
+            continue
+        bar.set_postfix(loss=f"{value:.3f}", lr=f"{lr:.1e}")
+        row = [done, f"{value:.5f}", "", f"{lr:.3e}", f"{time.perf_counter() - t0:.2f}"]
+        evaluate = done % cfg.eval_every == 0 or done == cfg.steps
+        if evaluate:
+            recipe.model.load_state_dict(state_dict_from_torch(net.state_dict(), recipe.model))
+            metrics = {"step": done, **recipe.evaluate(cfg.eval_batches)}
+            history.append(metrics)
+            row[2] = f"{metrics.get('val_loss', float('nan')):.5f}"
+            say(f"step {done}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if k != "step"))
+        with open(log_path, "a", newline="") as f:
+            csv.writer(f).writerow(row)
+        if evaluate:
+            save(done)
     bar.close()
     return {"metrics": metrics, "interrupted": None}
 
