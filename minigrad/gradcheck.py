@@ -47,6 +47,8 @@ def gradcheck(
     pattern when one fits. Inputs are named by fn's parameter names when it has them.
     """
     xs = [_as_float64(x) for x in inputs]
+    if not any(x.requires_grad for x in xs):
+        raise GradcheckError(_nothing_to_check(fn, inputs))
     outs = _outputs(fn(*xs))
     rng = np.random.default_rng(seed)
     gs = [rng.standard_normal(o.shape) for o in outs]
@@ -83,6 +85,21 @@ def gradcheck(
                 raise GradcheckError(report)
             return False
     return True
+
+
+def _nothing_to_check(fn: Callable[..., Any], inputs: Sequence[Any]) -> str:
+    """Why no input can be checked, one input per clause (an int input is a classic slip)."""
+    parts = []
+    for label, x in zip(input_names(fn, len(inputs)), inputs):
+        name = label[:-1] + ")" if label.endswith(",") else label[:-2]  # 'q (input 0)', 'input 0'
+        data = x.data if isinstance(x, Tensor) else np.asarray(x)
+        if data.dtype.kind != "f":
+            parts.append(f"{name} holds {data.dtype} values (shape {data.shape})")
+        else:
+            parts.append(f"{name} is a {data.dtype} tensor (shape {data.shape}) with requires_grad=False")
+    return ("gradcheck: no input to check: " + ("; ".join(parts) or "no inputs given")
+            + ". Only floating inputs that require grad are checked: pass float arrays, or tensors "
+            "made with requires_grad=True")
 
 
 def input_names(fn: Callable[..., Any], n: int) -> list[str]:

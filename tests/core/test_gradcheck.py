@@ -121,6 +121,23 @@ def test_an_output_that_does_not_depend_on_the_inputs_is_an_error():
         mg.gradcheck(lambda t: mg.tensor([1.0]), [np.array([1.0])])
 
 
+@pytest.mark.parametrize("inputs,says", [
+    pytest.param([np.array([1, 2, 3])], r"x \(input 0\) holds int64 values \(shape \(3,\)\)", id="int-array"),
+    pytest.param([mg.tensor(np.array([[1, 2]]))], r"x \(input 0\) holds int64 values \(shape \(1, 2\)\)",
+                 id="int-tensor"),
+    pytest.param([mg.tensor([1.0, 2.0])], r"x \(input 0\) is a float32 tensor \(shape \(2,\)\) with "
+                 "requires_grad=False", id="no-requires-grad"),
+])
+def test_no_checkable_input_is_an_error_that_names_each_input(inputs, says):
+    # A parameter inside fn makes the output require grad, so without this check gradcheck
+    # would compare nothing and return True.
+    w = mg.tensor([2.0], requires_grad=True)
+    with pytest.raises(GradcheckError, match=says) as err:
+        mg.gradcheck(lambda x: x * w, inputs)
+    assert err.value.args[0].startswith("gradcheck: no input to check: ")
+    assert "requires_grad=True" in err.value.args[0] and "\n" not in err.value.args[0]
+
+
 # ----------------------------------------------------------------------------- reports for learners
 
 
