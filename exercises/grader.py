@@ -93,6 +93,14 @@ class Report:
     def __str__(self) -> str:
         return self.text()
 
+    def __repr__(self) -> str:
+        # One line: a notebook cell ending in check(...) shows this under the printed report.
+        failed = sum(not c.passed for c in self.checks)
+        state = ("not implemented yet" if self.not_implemented else
+                 f"{failed} of {len(self.checks)} checks failed" if failed else
+                 f"all {len(self.checks)} checks passed")
+        return f"<Report {self.task}: {state}>"
+
 
 # ----------------------------------------------------------------------------- loading
 
@@ -207,6 +215,10 @@ def check(task: str, *objects: Any, train: bool = False, quiet: bool = False, **
     if len(objects) > len(t.defines):
         raise TypeError(f"check({task!r}, ...): the task defines {len(t.defines)} name(s): "
                         f"{', '.join(t.defines)}; got {len(objects)} objects")
+    if not objects and not named:
+        names = ", ".join(t.defines)
+        raise TypeError(f"check({task!r}) needs the object(s) to grade: check({task!r}, {names}); "
+                        f"for the file, run `minigrad exercise check {task}`")
     given = dict(zip(t.defines, objects), **named)
     report = grade(task, objects=given, train=train)
     if not quiet:

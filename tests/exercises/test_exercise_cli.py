@@ -119,6 +119,13 @@ def test_check_in_a_notebook_takes_the_objects(capsys):
     report = check("softmax_backward", MySoftmax)
     assert not report.passed and report.diagnosis == ["missing_rowsum_term"]
     assert "diagnosis: missing_rowsum_term" in capsys.readouterr().out
+    # What a notebook shows under the printed report when the cell ends with check(...):
+    assert repr(report) == "<Report softmax_backward: 4 of 7 checks failed>"
+
+
+def test_check_without_objects_says_what_to_pass():
+    with pytest.raises(TypeError, match=r"check\('softmax_backward', Softmax\)"):
+        check("softmax_backward")
 
 
 TRAINS = [name for name, task in TASKS.items() if task.train is not None]
