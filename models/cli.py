@@ -46,6 +46,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         except ImportError as e:
             raise ImportError(f"--engine torch: {e}") from None
     cls = recipe_class(args.model)
+    fixed = [f"--{name}" for name in ("preset", "data", "seed") if getattr(args, name) is not None]
+    if args.resume and fixed:  # else they would be silently ignored
+        raise ValueError(f"{' and '.join(fixed)} cannot change a resumed run: its checkpoint fixes the "
+                         "model, the data and the random state; leave them out (--steps, --out may change)")
     args.preset = args.preset or cls.default_preset
     check_preset(cls, args.preset)
     if args.resume:
@@ -232,7 +236,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _check_counts(args)
         mg.set_num_threads(args.threads)
-        return args.run(args)
+        code = args.run(args)
+        sys.stdout.flush()  # so a closed pipe shows up here, not at exit
+        return code
+    except BrokenPipeError:  # the output went to a program that has quit (`minigrad ... | head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 1
     except (ValueError, FileNotFoundError, ImportError, OSError) as e:
         print(f"minigrad: error: {_one_line(e)}", file=sys.stderr)
         return 2

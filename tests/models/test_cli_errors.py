@@ -93,6 +93,34 @@ def test_resume_from_a_run_folder_continues_there_and_its_clock(text, tmp_path, 
     assert code == 0 and "gpt at step 5" in out
 
 
+@pytest.mark.parametrize("more,named", [
+    pytest.param(["--preset", "small"], "--preset", id="preset"),
+    pytest.param(["--seed", "3"], "--seed", id="seed"),
+    pytest.param(["--data", "other.txt", "--seed", "3"], "--data and --seed", id="data-and-seed"),
+])
+def test_resume_refuses_options_the_checkpoint_fixes(more, named, tmp_path, capsys):
+    # Before anything is read: the run folder need not even exist.
+    code, out, err = run(["train", "gpt", "--resume", str(tmp_path / "run"), "--steps", "9", *more], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"minigrad: error: {named} cannot change a resumed run" in err and "leave them out" in err
+
+
+def test_a_closed_pipe_ends_the_command_quietly():
+    # `minigrad exercise list | head -1`: the reader quits early; no error, no traceback.
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write now fails with EPIPE
+    code = "import sys; from minigrad.models import cli; sys.exit(cli.main(['exercise', 'list']))"
+    try:
+        done = subprocess.run([sys.executable, "-c", code], stdout=write_end, stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1 and done.stderr == ""
+
+
 def test_a_folder_without_a_checkpoint_says_so(tmp_path, capsys):
     code, _, err = run(["train", "gpt", "--resume", str(tmp_path)], capsys)
     assert code == 2 and f"no checkpoint.npz in the folder {tmp_path}" in err
