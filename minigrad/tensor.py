@@ -35,11 +35,13 @@ def to_array(data: Any, dtype: Any = None) -> np.ndarray:
     arrays keep their dtype, an explicit `dtype` wins."""
     if isinstance(data, Tensor):
         data = data.data
-    if dtype is not None:
-        return np.asarray(data, dtype=dtype)
-    if isinstance(data, (np.ndarray, np.generic)):
-        return np.asarray(data)
-    arr = np.asarray(data)
+    try:
+        arr = np.asarray(data, dtype=dtype)
+    except ValueError as e:  # e.g. [[1, 2], [3]]: numpy's message alone does not name the call
+        raise ValueError(f"tensor: cannot make an array from this {type(data).__name__}: nested lists "
+                         f"need equal lengths at every level, and values must fit the dtype ({e})") from None
+    if dtype is not None or isinstance(data, (np.ndarray, np.generic)):
+        return arr
     if arr.dtype.kind in "iuf":
         return arr.astype(np.float32)
     if arr.dtype.kind not in "b":
