@@ -26,6 +26,14 @@ def _path(args: argparse.Namespace, name: str) -> str:
     return os.path.join(args.dir, f"{name}.py")
 
 
+def _refuse_the_package_folder(folder: str) -> None:
+    """In a clone of the repository ./exercises is this package's source: keep students' files
+    (and the status file) out of it."""
+    if all(os.path.isfile(os.path.join(folder, f)) for f in ("catalogue.py", "grader.py")):
+        raise ValueError(f"{folder}/ holds minigrad's own exercise code (this is the repository); "
+                         "keep your files elsewhere: add --dir my_exercises (or run from another folder)")
+
+
 def _digest(path: str) -> str:
     with open(path, "rb") as f:
         return hashlib.sha1(f.read()).hexdigest()
@@ -61,6 +69,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_start(args: argparse.Namespace) -> int:
     task = get_task(args.task)
+    _refuse_the_package_folder(args.dir)
     path = _path(args, task.name)
     if os.path.exists(path):
         print(f"{path} exists already; not overwriting it (delete or rename it to start again)")
@@ -76,6 +85,8 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     task = get_task(args.task)
+    if args.file is None:
+        _refuse_the_package_folder(args.dir)
     path = args.file or _path(args, task.name)
     report = grade(task.name, path, train=args.train)
     print(dumps(report) if args.json else report.text())

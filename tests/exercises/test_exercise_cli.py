@@ -28,6 +28,20 @@ def test_the_catalogue_follows_the_course_order():
         assert "raise NotImplementedError" in task.stub() and f"check {task.name}" in task.stub()
 
 
+@pytest.mark.parametrize("action", ["start", "check"])
+def test_the_repositorys_own_exercises_folder_is_refused(capsys, tmp_path, monkeypatch, action):
+    # In a clone of the repository, ./exercises is the package's source, not the student's folder.
+    monkeypatch.chdir(tmp_path)
+    source = tmp_path / "exercises"
+    source.mkdir()
+    for name in ("catalogue.py", "grader.py"):
+        (source / name).write_text("")
+    code = main(["exercise", action, "softmax_backward"])
+    err = capsys.readouterr().err
+    assert code == 2 and "exercises/ holds minigrad's own exercise code" in err and "--dir" in err
+    assert sorted(p.name for p in source.iterdir()) == ["catalogue.py", "grader.py"]
+
+
 @pytest.mark.parametrize("task", list(TASKS))
 def test_a_correct_file_passes_with_exit_0(capsys, tmp_path, task):
     shutil.copy(CORRECT / f"{task}.py", tmp_path / f"{task}.py")
