@@ -5,7 +5,9 @@ Every process exports the same model with `to_torch`, wraps it in DistributedDat
 (gloo on CPU, NCCL when there is a GPU for each process) and trains it on its own slice of the
 global batch: each process draws the same global batch from the same data generator and keeps
 rows [rank * B/N, (rank + 1) * B/N), so N processes see exactly the batches of one process and
-the averaged gradient is the gradient of the global batch's mean loss. Everything else is the
+the averaged gradient is the gradient of the global batch's mean loss (exactly so when every
+slice holds as many counted items; a loss that skips padding tokens, with more padding in one
+slice than another, weights the tokens of the slices a little differently). Everything else is the
 default loop's (models/train.py): AdamW with weight decay on matrices only, warmup + cosine,
 gradient clipping, evaluation by the recipe's own (minigrad) `evaluate` every eval_every steps.
 
@@ -187,13 +189,13 @@ def _train(rank: int, world: int, recipe: Any, job: dict, interrupted: Any) -> d
 
     per_rank = cfg.batch_size // world
     example = recipe.batch("train", np.random.default_rng(0), per_rank)  # fixes the shapes only
-    net = to_torch(recipe.model, *example, method=lambda model, *xs: recipe.loss(xs)).to(device)
-    net.train()
+    shapes = _PerShape(recipe, example, device)
+    net = shapes.main  # the exported loss whose parameters every export shares
     params = _torch_params(net, recipe.model, opt)
     topt = _torch_adamw(opt, params, device)
     # DDP averages the gradients over the processes during backward; the exported constants
     # (causal masks, positions) are the same everywhere, so buffers are not broadcast.
-    model = net if world == 1 else _ddp(net, device)
+    model = shapes if world == 1 else _ddp(shapes, device)
 
     ckpt_path = os.path.join(job["out_dir"], "checkpoint.npz")
     log_path = os.path.join(job["out_dir"], "log.csv")
@@ -251,6 +253,36 @@ def _train(rank: int, world: int, recipe: Any, job: dict, interrupted: Any) -> d
             save(done)
     bar.close()
     return {"metrics": metrics, "interrupted": None}
+
+
+class _PerShape(torch.nn.Module):
+    """The recipe's loss exported once per input shape: an export fixes every dimension but the
+    batch, and some recipes pad each batch to its longest sequence. Every export uses the
+    parameters of the first (`main`), so there is one set of weights to train and average."""
+
+    def __init__(self, recipe: Any, example: tuple, device: torch.device):
+        super().__init__()
+        self.recipe, self.device = recipe, device
+        self.main = self._export(example)
+        self._others: dict[tuple, torch.nn.Module] = {self._key(example): self.main}  # not submodules
+
+    @staticmethod
+    def _key(xs: Any) -> tuple:
+        return tuple(tuple(x.shape[1:]) for x in xs)
+
+    def _export(self, xs: Any) -> torch.nn.Module:
+        return to_torch(self.recipe.model, *xs, method=lambda model, *b: self.recipe.loss(b)).to(self.device)
+
+    def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+        net = self._others.get(self._key(xs))
+        if net is None:  # traced with the minigrad model (its weights do not matter), then rebound
+            net = self._export([x.detach().cpu().numpy() for x in xs])
+            for name, p in self.main.named_parameters():
+                owner, _, leaf = name.rpartition(".")
+                net.get_submodule(owner)._parameters[leaf] = p
+            self._others[self._key(xs)] = net
+        net.train(self.training)
+        return net(*xs)
 
 
 def _ddp(net: torch.nn.Module, device: torch.device) -> torch.nn.Module:

@@ -16,6 +16,7 @@ import numpy as np  # noqa: E402
 import minigrad as mg  # noqa: E402
 import minigrad.export.distributed as distributed  # noqa: E402
 from minigrad.models.cli import main  # noqa: E402
+from minigrad.models.recipes import recipe_class  # noqa: E402
 from minigrad.models.recipes.lm import GPTRecipe  # noqa: E402
 from minigrad.models.train import TrainingInterrupted, read_checkpoint  # noqa: E402
 
@@ -118,3 +119,19 @@ def test_engine_torch_without_torch_names_the_extra(tmp_path, monkeypatch, capsy
     assert main(["train", "gpt", "--engine", "torch", "--out", str(tmp_path / "a")]) == 2
     err = capsys.readouterr().err.strip()
     assert 'pip install "minigrad[torch]"' in err and len(err.splitlines()) == 1
+
+
+def test_batches_padded_to_their_longest_sequence_get_an_export_per_shape(tmp_path, capsys):
+    """The RNN's batches have as many columns as their longest date; each new shape is exported
+    again, sharing the weights, and the run follows the default engine's."""
+    recipe = recipe_class("rnn")("tiny")
+    rng = np.random.default_rng(0)
+    assert len({recipe.batch("train", rng, 16)[0].shape for _ in range(8)}) > 1
+    runs = {}
+    for engine in ("minigrad", "torch"):
+        runs[engine] = str(tmp_path / engine)
+        mg.manual_seed(0)
+        assert main(["train", "rnn", "--preset", "tiny", "--steps", "8", "--engine", engine,
+                     "--out", runs[engine], "--quiet"]) == 0
+    capsys.readouterr()
+    np.testing.assert_allclose(train_losses(runs["torch"]), train_losses(runs["minigrad"]), atol=2e-5)
