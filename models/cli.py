@@ -3,6 +3,7 @@ minigrad.models.
 
     minigrad train gpt                     # the quick GPT on the standard library's docstrings
     minigrad train vit --preset quick --steps 500
+    minigrad train gpt --engine torch --nproc 2           # PyTorch, data-parallel (torch extra)
     minigrad sample runs/gpt/checkpoint.npz --prompt "Return the"
     minigrad eval runs/gpt/checkpoint.npz
     minigrad graph gpt --depth 2 --out gpt.svg            # the computation graph of one step
