@@ -6,15 +6,18 @@ by block with an online softmax, so that neither pass ever holds the (Tq, Tk) sc
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from minigrad import Function
 
-# Default block sizes (queries, keys), chosen on one thread at T = 1024 ... 4096, D = 32, where
-# 64 x 512 ... 256 x 1024 came within noise of each other: a 128 x 512 float32 tile is 256 KiB
-# per (batch, head) pair, and stays in cache.
+# Default block sizes (queries, keys), chosen on one thread at T = 1024 ... 4096, D = 32, causal,
+# (B, H) = (1, 4): 128 x 128 and 128 x 192 were fastest, 10% ahead of 128 x 512 and 256 x 256, 15%
+# ahead of 64 x 128 and 96 x 96 (per call overhead). BLAS multiplies these small tiles faster while
+# all four heads' tiles (4 x 64 KiB) stay in the core's cache.
 BLOCK_Q = 128
-BLOCK_K = 512
+BLOCK_K = 128
 
 _SKIP = False  # a block whose every score is masked: not computed at all
 
@@ -44,9 +47,9 @@ class TiledAttention(Function):
            After the last block, m and l are exactly max_j and sum_j over all keys, and
            acc = sum_j exp(S_ij - m) v_j, so
         3. O_I = acc / l,  and  L_I = m + log(l)  (the row's log-sum-exp; A_ij = exp(S_ij - L_i)).
-    Only O and L (Tq numbers per head) are saved, with the inputs. (A shortcut the code takes
-    once every row has a finite m: it skips the search for the tile's max and uses m as it is,
-    `_shortcut` says why that is exact; a column -m appended to Q makes the matmul give S - m.)
+    Only O and L (Tq numbers per head) are saved, with the inputs. (The code first tries a
+    shortcut that skips the search for each tile's max: `_fixed_reference` says why that is
+    exact, and when it does not apply, the rows are redone with the steps above.)
 
     Backward, g = dL/dO; the rules of `Attention` (dropout off), one tile at a time:
         A = softmax(S) was never stored, but A_IJ = exp(S_IJ - L_I) recomputes any tile of it
@@ -90,21 +93,20 @@ class TiledAttention(Function):
         for i0, i1 in tiles.query_blocks():
             acc = acc_l[:, i0:i1]
             m = tiles.first_scores(qs[:, i0:i1], kf, i0, i1)  # (N, bq, 1): -inf, or S_i0 (below)
-            q_m = _append(qs[:, i0:i1], 0)  # [Q_I * scale, -m], (N, bq, d + 1)
-            for j0, j1 in tiles.key_blocks(i0, i1):
-                if _shortcut(tiles, acc, m, q_m, k1t[:, :, j0:j1], v1[:, j0:j1], i0, i1, j0, j1):
-                    continue
-                q_m[:, :, -1] = 0
-                s = tiles.scores(q_m, k1t[:, :, j0:j1], i0, i1, j0, j1)
-                if s is None:
-                    continue  # every score of the tile is masked
-                m_new = np.maximum(m, s.max(axis=-1, keepdims=True))  # 2. the running max
-                m_safe = np.where(np.isfinite(m_new), m_new, 0)  # a row all -inf so far: 0, no NaN
-                s -= m_safe
-                np.exp(s, out=s)  # P
-                acc *= np.exp(m - m_safe)  # the correction c; exp(-inf) = 0 when nothing came before
-                acc += s @ v1[:, j0:j1]  # acc = c acc + P V,  l = c l + rowsum(P)
-                m[...] = m_new
+            if not _fixed_reference(tiles, acc, m, qs[:, i0:i1], k1t, v1, i0, i1):
+                acc[...], m[...] = 0, -np.inf  # 1.
+                q_0 = _append(qs[:, i0:i1], 0)  # [Q_I * scale, 0] [K_J, 1]^T = S_IJ
+                for j0, j1 in tiles.key_blocks(i0, i1):
+                    s = tiles.scores(q_0, k1t[:, :, j0:j1], i0, i1, j0, j1)
+                    if s is None:
+                        continue  # every score of the tile is masked
+                    m_new = np.maximum(m, s.max(axis=-1, keepdims=True))  # 2. the running max
+                    m_safe = np.where(np.isfinite(m_new), m_new, 0)  # a row all -inf so far: 0, no NaN
+                    s -= m_safe
+                    np.exp(s, out=s)  # P
+                    acc *= np.exp(m - m_safe)  # the correction c; exp(-inf) = 0 when nothing came before
+                    acc += s @ v1[:, j0:j1]  # acc = c acc + P V,  l = c l + rowsum(P)
+                    m[...] = m_new
             total = acc[:, :, dv:].copy()
             empty = total == 0  # a row with nothing allowed: O = 0, L = 0 (never used)
             total[empty] = 1
@@ -164,37 +166,31 @@ class TiledAttention(Function):
         return grads
 
 
-def _shortcut(tiles, acc, m, q_m, k1t, v1, i0, i1, j0, j1) -> bool:
-    """Add tile (I, J) to [acc, l] against the running max m as it stands, without the pass that
-    finds the tile's own max; False (nothing changed) when that is not safe, for the caller to
-    take the steps of the docstring instead.
+def _fixed_reference(tiles, acc, m, q_blk, k1t, v1, i0, i1) -> bool:
+    """[acc, l] of query rows I over all their key blocks against a fixed m, without the pass
+    over each tile that finds its max; False when that was not safe (an overflow), for the
+    caller to start the rows again with the steps of the docstring.
 
     Any reference works in place of the max as long as exp neither overflows nor loses the row:
-    l and acc are both taken against m, and O = acc / l does not depend on it. m is always one
-    of the row's scores (a max so far, or S_i0 when key 0 is allowed for every row, whose tile
-    comes first), so l >= 1 once its tile is in and exp(S - m) can only lose terms negligible
-    next to l. If the tile's scores rise far above m, its sum comes out huge or inf and the
-    tile is redone the careful way. A large l is folded into m.
+    l and acc are both taken against m, and O = acc / l does not depend on it. Here m is S_i0,
+    one of the row's own scores (`_Tiles.first_scores`, when key 0 is allowed for every row), so
+    l >= 1 and exp(S - m) can only lose terms negligible next to l. If some score rises so far
+    above m that exp overflows, acc or l comes out inf or NaN, and the check at the end sees it.
+    Per tile this leaves one matmul, one exp and one matmul, without a pass for the max.
     """
-    if not np.isfinite(m).all():  # some row has seen nothing yet: no reference for it
+    if not np.isfinite(m).all():  # some row has no reference score
         return False
-    total = acc[:, :, -1:]
-    q_m[:, :, -1:] = -m
-    p = tiles.scores(q_m, k1t, i0, i1, j0, j1)  # [Q_I * scale, -m] [K_J, 1]^T = S_IJ - m
-    if p is None:
-        return True  # all masked: nothing to add
+    q_m = _append(q_blk, -m)  # [Q_I * scale, -m] [K_J, 1]^T = S_IJ - m, from the matmul itself
+    part = None
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught just below
-        np.exp(p, out=p)
-        part = p @ v1  # [P V, rowsum(P)] against m
-    if not (np.isfinite(part).all() and part[:, :, -1].max() < 2.0**60):
-        return False
-    acc += part
-    big = total > 2.0**30  # keep l moderate: l = l' e^s with s = log l, m += s
-    if big.any():
-        shift = np.where(big, np.log(np.where(big, total, 1)), 0)
-        acc *= np.exp(-shift)
-        m += shift
-    return True
+        for j0, j1 in tiles.key_blocks(i0, i1):
+            p = tiles.scores(q_m, k1t[:, :, j0:j1], i0, i1, j0, j1)
+            if p is None:
+                continue  # all masked: nothing to add
+            np.exp(p, out=p)  # P against m
+            part = np.matmul(p, v1[:, j0:j1], out=part)  # [P V, rowsum(P)]; one buffer for the rows
+            acc += part
+        return bool(np.isfinite(acc).all())
 
 
 def _flat(x: np.ndarray, lead: tuple[int, ...], dtype) -> np.ndarray:
@@ -213,6 +209,7 @@ class _Tiles:
         self.dtype = dtype
         self.offset = causal_offset
         self._buffers: list = [None, None]  # two tiles' worth, reused by every tile (no malloc churn)
+        self._diagonals: dict = {}  # the causal part of a tile's mask, by its shape and offset
         nd = len(lead) + 2  # pad the masks to lead + (Tq or 1, Tk or 1), to slice them per tile
         self.bias = None if bias is None else bias.astype(dtype, copy=False).reshape(
             (1,) * (nd - bias.ndim) + bias.shape)
@@ -244,8 +241,8 @@ class _Tiles:
             if self.bias is not None:
                 s4 += _cut(self.bias, i0, i1, j0, j1)
             if masked is not None:
-                mask, c0 = masked
-                np.copyto(s4[..., c0 - j0:], -np.inf, where=~mask)
+                hidden, c0 = masked
+                np.copyto(s4[..., c0 - j0:], -np.inf, where=hidden)
         return s
 
     def first_scores(self, q_blk, kf, i0, i1):
@@ -265,21 +262,27 @@ class _Tiles:
         if self._buffers[which] is None:
             size = shape[0] * min(self.bq, self.tq) * min(self.bk, self.tk)
             self._buffers[which] = np.empty(size, self.dtype)
-        return self._buffers[which][:int(np.prod(shape))].reshape(shape)
+        return self._buffers[which][:math.prod(shape)].reshape(shape)
 
     def release(self):
         """Drop the tile buffers (between forward and backward, and after backward)."""
         self._buffers = [None, None]
 
     def _mask(self, i0, i1, j0, j1):
-        """(mask, c0): the tile's bool mask over its columns c0..j1-1 (those before c0 are all
-        allowed); None when the tile allows everything, _SKIP when it allows nothing."""
+        """(hidden, c0): the tile's bool mask (True = masked) over its columns c0..j1-1 (those
+        before c0 are all allowed); None when the tile allows everything, _SKIP when it allows
+        nothing."""
         mask = c0 = None
         if self.offset is not None:
             if j0 > i1 - 1 + self.offset:
                 return _SKIP
             if j1 - 1 > i0 + self.offset:  # the diagonal crosses the tile, from column i0 + offset + 1
                 c0 = max(j0, i0 + self.offset + 1)
+                if self.allowed is None:  # the same few shapes recur along the diagonal: keep them
+                    key = (i1 - i0, j1 - c0, i0 + self.offset - c0)
+                    if key not in self._diagonals:
+                        self._diagonals[key] = np.arange(c0, j1) > np.arange(i0, i1)[:, None] + self.offset
+                    return self._diagonals[key], c0
                 mask = np.arange(c0, j1) <= np.arange(i0, i1)[:, None] + self.offset
         if self.allowed is not None:
             tile = _cut(self.allowed, i0, i1, j0, j1)
@@ -291,7 +294,7 @@ class _Tiles:
                 mask, c0 = tile, j0
                 if not mask.any():
                     return _SKIP
-        return None if mask is None else (mask, c0)
+        return None if mask is None else (~mask, c0)
 
     def add_bias_grad(self, dbias, ds, i0, i1, j0, j1):
         """dbias_IJ += dS_IJ, summed over the axes the bias was broadcast along."""
