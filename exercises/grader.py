@@ -181,6 +181,10 @@ def grade(task_name: str, path: str | None = None, objects: dict[str, Any] | Non
             report = Report(task.name, source, [CheckResult("imports", False, "not implemented yet")])
             report.not_implemented = f"{where_raised(e, path)} raises NotImplementedError"
             return report
+        except SyntaxError as e:  # raised before the file runs: no frame of it to point at
+            line = f" ({e.text.strip()})" if e.text and e.text.strip() else ""
+            message = f"{type(e).__name__}: {e.msg} ({os.path.basename(path)}, line {e.lineno}{line})"
+            return Report(task.name, source, [CheckResult("imports", False, message)])
         except Exception as e:
             return Report(task.name, source,
                           [CheckResult("imports", False, f"{_one_line(e)} ({where_raised(e, path)})")])

@@ -42,6 +42,17 @@ def test_the_repositorys_own_exercises_folder_is_refused(capsys, tmp_path, monke
     assert sorted(p.name for p in source.iterdir()) == ["catalogue.py", "grader.py"]
 
 
+def test_a_syntax_error_names_the_line_of_the_students_file(capsys, tmp_path):
+    run(capsys, "start", "softmax_backward", "--dir", str(tmp_path))
+    path = tmp_path / "softmax_backward.py"
+    path.write_text(path.read_text().replace("raise NotImplementedError", "return a * (g - 1"))
+    code, out = run(capsys, "check", "softmax_backward", "--dir", str(tmp_path))
+    line = next(i for i, s in enumerate(path.read_text().splitlines(), 1) if "return a * (g - 1" in s)
+    assert code == 1
+    assert (f"FAIL  imports: SyntaxError: '(' was never closed (softmax_backward.py, line {line} "
+            "(return a * (g - 1))") in out and "frozen" not in out
+
+
 @pytest.mark.parametrize("task", list(TASKS))
 def test_a_correct_file_passes_with_exit_0(capsys, tmp_path, task):
     shutil.copy(CORRECT / f"{task}.py", tmp_path / f"{task}.py")
