@@ -254,6 +254,9 @@ class Tensor(MathMethods, ShapeMethods):
         return self.to(np.int64)
 
     def __bool__(self) -> bool:
+        if self.data.size != 1:  # `if x > 0:` on a whole tensor: say which tensor, as PyTorch does
+            raise ValueError(f"bool: the truth value of a tensor of shape {self.shape} is ambiguous; "
+                             "use (x > 0).any() or .all(), or x.item() on a one-element tensor")
         return bool(self.item())
 
     def __float__(self) -> float:

@@ -60,6 +60,8 @@ ERRORS = [
                  r"max: cannot reduce an empty dimension", id="max-empty"),
     pytest.param(lambda: x23().item(), ValueError,
                  r"item: only a one-element tensor has an item, not shape \(2, 3\)", id="item"),
+    pytest.param(lambda: bool(x23() > 0), ValueError,
+                 r"bool: the truth value of a tensor of shape \(2, 3\) is ambiguous", id="bool"),
     pytest.param(lambda: x23().clip(), ValueError,
                  "clip: give at least one of min and max", id="clip-no-bounds"),
     pytest.param(lambda: mg.ones(2).register_hook(print), RuntimeError,
