@@ -22,6 +22,18 @@ def _log_softmax(x: np.ndarray) -> np.ndarray:
     return LogSoftmax.forward(LogSoftmax(), x, dim=-1)
 
 
+def _col_sums(a: np.ndarray) -> np.ndarray:
+    """a.sum(axis=0) of a 2-D array as ones @ a: BLAS reads a once, about 4x faster than
+    numpy's strided reduction down the columns."""
+    return np.ones(a.shape[0], dtype=a.dtype) @ a
+
+
+def _row_means(a: np.ndarray) -> np.ndarray:
+    """a.mean(axis=1, keepdims=True) of a 2-D array as a @ (ones / n): a matrix-vector product,
+    about 4x faster than numpy's sum over short rows."""
+    return (a @ np.full(a.shape[1], 1.0 / max(a.shape[1], 1), dtype=a.dtype))[:, None]
+
+
 # ----------------------------------------------------------------------------- linear
 
 
@@ -53,7 +65,7 @@ class Linear(Function):
         dw = g2.T @ x2 if needs[1] else None
         if len(needs) == 2:
             return dx, dw
-        return dx, dw, (g2.sum(axis=0) if needs[2] else None)
+        return dx, dw, (_col_sums(g2) if needs[2] else None)
 
 
 # ----------------------------------------------------------------------------- cross entropy
@@ -127,12 +139,13 @@ class LayerNorm(Function):
     @staticmethod
     def forward(ctx, x, weight=None, bias=None, *, ndim=1, eps=1e-5):
         # Work on a (rows, features) view: every reduction is then along one contiguous axis.
-        features = int(np.prod(x.shape[x.ndim - ndim:]))
+        features = math.prod(x.shape[x.ndim - ndim:])
         x2 = x.reshape(-1, features)
-        inv_n = x.dtype.type(1.0 / max(features, 1))
-        x_hat = x2 - x2.sum(axis=1, keepdims=True) * inv_n  # x - mu
-        var = np.einsum("ij,ij->i", x_hat, x_hat)[:, None] * inv_n
-        rstd = 1.0 / np.sqrt(var + x.dtype.type(eps))
+        x_hat = x2 - _row_means(x2)  # x - mu
+        var = _row_means(np.square(x_hat))
+        var += x.dtype.type(eps)
+        rstd = np.sqrt(var, out=var)
+        np.divide(1, rstd, out=rstd)
         x_hat *= rstd
         ctx.save_for_backward(x_hat, rstd, weight)
         ctx.shape = x.shape
@@ -150,13 +163,13 @@ class LayerNorm(Function):
         if weight is not None and needs[1]:
             dw = np.einsum("ij,ij->j", g2, x_hat).reshape(weight.shape)
         if len(needs) > 2 and needs[2]:
-            db = g2.sum(axis=0).reshape(weight.shape)
+            db = _col_sums(g2).reshape(weight.shape)
         if needs[0]:
             gx = g2 if weight is None else g2 * weight.reshape(-1)
-            inv_n = x_hat.dtype.type(1.0 / max(x_hat.shape[1], 1))
-            mean_gx = gx.sum(axis=1, keepdims=True) * inv_n
-            mean_gx_xhat = np.einsum("ij,ij->i", gx, x_hat)[:, None] * inv_n
-            dx = x_hat * mean_gx_xhat
+            mean_gx = _row_means(gx)
+            dx = gx * x_hat
+            mean_gx_xhat = _row_means(dx)
+            np.multiply(x_hat, mean_gx_xhat, out=dx)
             np.subtract(gx, dx, out=dx)
             dx -= mean_gx
             dx *= rstd
@@ -283,12 +296,19 @@ def scatter_add_rows_reference(ids: np.ndarray, rows: np.ndarray, num_rows: int)
 
 def scatter_add_rows(ids: np.ndarray, rows: np.ndarray, num_rows: int) -> np.ndarray:
     """The same as `scatter_add_rows_reference`, about 3x faster: sort the ids so that equal
-    ids are adjacent, then sum each run of equal ids with one np.add.reduceat."""
+    ids are adjacent, then sum each run of equal ids with one np.add.reduceat. Ids without
+    repeats (learned positions) are copied, not summed: at T = 1024 that is about 20x faster."""
     out = np.zeros((num_rows, rows.shape[1]), dtype=rows.dtype)
     if ids.size == 0:
+        return out
+    if np.all(ids[1:] > ids[:-1]):  # no repeats, in order (positions 0..T-1): a plain copy
+        out[ids] = rows
         return out
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
     starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
-    out[sorted_ids[starts]] = np.add.reduceat(rows[order], starts, axis=0)
+    if starts.size == ids.size:  # no repeats: reduceat over one-row runs is slow, and not needed
+        out[sorted_ids] = rows[order]
+    else:
+        out[sorted_ids[starts]] = np.add.reduceat(rows[order], starts, axis=0)
     return out

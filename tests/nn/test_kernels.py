@@ -254,6 +254,36 @@ def test_layer_norm_normalizes():
     np.testing.assert_allclose(y.var(axis=(1, 2)), 1, atol=1e-4)
 
 
+@given(hnp.array_shapes(min_dims=2, max_dims=2, min_side=0, max_side=5),
+       st.sampled_from([np.float32, np.float64]), st.integers(0, 2**16))
+def test_blas_row_and_column_reductions_match_numpy(shape, dtype, seed):
+    """The matrix-vector sums that layer norm and the linear bias use, empty sides included."""
+    a = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    cols, rows = kernels._col_sums(a), kernels._row_means(a)
+    assert cols.dtype == rows.dtype == dtype and cols.shape == (shape[1],) and rows.shape == (shape[0], 1)
+    np.testing.assert_allclose(cols, a.sum(axis=0), rtol=1e-5, atol=1e-5)
+    if shape[1]:
+        np.testing.assert_allclose(rows, a.mean(axis=1, keepdims=True), rtol=1e-5, atol=1e-5)
+
+
+def test_layer_norm_float32_at_model_size_is_close_to_float64():
+    """The float32 kernel (BLAS sums in float32) against the float64 twin on a GPT-sized
+    batch with an offset mean: forward and every gradient."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(4.0, 3.0, (1024, 128))
+    w, b, g = rng.standard_normal(128), rng.standard_normal(128), rng.standard_normal((1024, 128))
+    out = {}
+    for dtype, fn in ((np.float32, lambda *t: F.layer_norm(t[0], 128, *t[1:])),
+                      (np.float64, lambda *t: layer_norm_twin(t[0], 1, *t[1:]))):
+        ts = [Tensor(a.astype(dtype), requires_grad=True) for a in (x, w, b)]
+        y = fn(*ts)
+        y.backward(g.astype(dtype))
+        assert y.dtype == dtype and all(t.grad.dtype == dtype for t in ts)
+        out[dtype] = [y.data] + [t.grad for t in ts]
+    for got, want, tol in zip(out[np.float32], out[np.float64], (1e-5, 1e-4, 1e-3, 1e-3)):
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
 # ----------------------------------------------------------------------------- GELU
 
 
@@ -356,6 +386,21 @@ def test_embedding_backward_accumulates_repeats_and_skips_padding():
     np.testing.assert_array_equal(w.grad[3], g[1, 0])
     np.testing.assert_array_equal(w.grad[0], 0)
     np.testing.assert_array_equal(w.grad[2], 0)
+
+
+@pytest.mark.parametrize("ids", [
+    pytest.param([0, 1, 2, 3, 4, 5, 6], id="positions"),
+    pytest.param([1, 4, 6], id="increasing-with-gaps"),
+    pytest.param([5, 0, 3, 6, 1], id="unique-unsorted"),
+    pytest.param([0, 1, 1, 2], id="sorted-with-repeat"),
+    pytest.param([3], id="one"),
+])
+def test_scatter_add_rows_without_repeats_copies(ids):
+    """The copy paths (no repeated id) give what np.add.at gives."""
+    ids = np.array(ids, dtype=np.int64)
+    rows = np.random.default_rng(len(ids)).standard_normal((ids.size, 4)).astype(np.float32)
+    fast = kernels.scatter_add_rows(ids, rows, 7)
+    np.testing.assert_array_equal(fast, kernels.scatter_add_rows_reference(ids, rows, 7))
 
 
 @given(
