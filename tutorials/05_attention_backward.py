@@ -32,6 +32,9 @@
 # minigrad exercise check attention_backward     # grades it; --train trains the tiny GPT with it
 # ```
 #
+# (from a folder of your own: in the repository `./exercises` is the grader's code, so there add
+# `--dir my_exercises` to both commands).
+#
 # In a notebook, `check(task, your_object)` grades an object you defined in a cell. Here the
 # passing "student" code is the library's own kernel, so the notebook does not hand out the
 # solution: replace it with yours.
