@@ -26,10 +26,14 @@ def _path(args: argparse.Namespace, name: str) -> str:
     return os.path.join(args.dir, f"{name}.py")
 
 
+def _is_package_folder(folder: str) -> bool:
+    return all(os.path.isfile(os.path.join(folder, f)) for f in ("catalogue.py", "grader.py"))
+
+
 def _refuse_the_package_folder(folder: str) -> None:
     """In a clone of the repository ./exercises is this package's source: keep students' files
     (and the status file) out of it."""
-    if all(os.path.isfile(os.path.join(folder, f)) for f in ("catalogue.py", "grader.py")):
+    if _is_package_folder(folder):
         raise ValueError(f"{folder}/ holds minigrad's own exercise code (this is the repository); "
                          "keep your files elsewhere: add --dir my_exercises (or run from another folder)")
 
@@ -63,7 +67,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     seen = _read_status(args.dir)
     for task in TASKS.values():
         print(f"{task.number:2d}. {task.name:<22} {_status(args, task.name, seen):<30} {task.title}")
-    print(f"\nfiles in {args.dir}/; start one with `minigrad exercise start NAME`")
+    if _is_package_folder(args.dir):  # in the repository: ./exercises is the grader's code
+        print(f"\n{args.dir}/ here is minigrad's own code; start one in a folder of yours with "
+              "`minigrad exercise start NAME --dir my_exercises`")
+    else:
+        print(f"\nfiles in {args.dir}/; start one with `minigrad exercise start NAME`")
     return 0
 
 

@@ -40,6 +40,8 @@ def test_the_repositorys_own_exercises_folder_is_refused(capsys, tmp_path, monke
     err = capsys.readouterr().err
     assert code == 2 and "exercises/ holds minigrad's own exercise code" in err and "--dir" in err
     assert sorted(p.name for p in source.iterdir()) == ["catalogue.py", "grader.py"]
+    code = main(["exercise", "list"])
+    assert code == 0 and "start NAME --dir my_exercises" in capsys.readouterr().out
 
 
 def test_a_syntax_error_names_the_line_of_the_students_file(capsys, tmp_path):
