@@ -19,9 +19,13 @@ from minigrad.random import generator
 from .tiled_attention import BLOCK_K, BLOCK_Q, TiledAttention
 
 # scaled_dot_product_attention takes the tiled kernel from this many scores (B * H * Tq * Tk)
-# on: below it A fits in cache and the one-block kernel is faster. Measured on one thread with
-# D = 32, causal: the tiled kernel wins from T = 512 at (B, H) = (1, 4), from T = 384 at (2, 4).
-TILED_MIN_SCORES = 2**20
+# on, when Tq and Tk are both at least TILED_MIN_LENGTH: below that A fits in cache and the
+# one-block kernel is faster. Measured on one thread with D = 32 (forward + backward, tiled /
+# untiled time): causal 0.80 at (B, H, T) = (1, 4, 256), 0.86 at (2, 4, 192), 1.03 at (1, 4, 192);
+# no mask 0.91 at (1, 4, 256). Within one block (T <= 128) the tiled kernel skips nothing and is
+# slower whatever the batch: 1.11 at (4, 4, 128), 1.09 at (16, 4, 64).
+TILED_MIN_SCORES = 2**18
+TILED_MIN_LENGTH = BLOCK_Q + 1
 
 # The open `record_attention` recorders (see attention_maps.py). Mutated in place, never
 # rebound, so modules that import it see the same list; empty unless one is open, so the
@@ -214,8 +218,9 @@ def scaled_dot_product_attention(
 ) -> Tensor | tuple[Tensor, Tensor]:
     """softmax(q k^T * scale + mask) v, through the fused `Attention` op.
 
-    From TILED_MIN_SCORES scores (batch * Tq * Tk) on, when nothing needs the weights themselves
-    (no dropout, no `need_weights`, no open `nn.record_attention`), it runs the tiled kernel
+    From TILED_MIN_SCORES scores (batch * Tq * Tk) on, with Tq and Tk from TILED_MIN_LENGTH on,
+    when nothing needs the weights themselves (no dropout, no `need_weights`, no open
+    `nn.record_attention`), it runs the tiled kernel
     instead (`tiled_attention`): the same results, without storing the (Tq, Tk) weights.
 
     Args:
@@ -236,7 +241,8 @@ def scaled_dot_product_attention(
         before dropout, a copy detached from the graph (no gradient flows through it; use
         `attention_reference` to differentiate through the weights).
     """
-    if dropout_p == 0 and not need_weights and not _recorders and _score_count(q, k) >= TILED_MIN_SCORES:
+    if dropout_p == 0 and not need_weights and not _recorders and _score_count(q, k) >= TILED_MIN_SCORES \
+            and min(q.shape[-2], k.shape[-2]) >= TILED_MIN_LENGTH:
         return tiled_attention(q, k, v, mask, is_causal, scale)
     bias, allowed = _prepare("scaled_dot_product_attention", q, k, v, mask, is_causal, dropout_p)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)

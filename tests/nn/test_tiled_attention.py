@@ -202,12 +202,15 @@ def test_saved_arrays_hold_nothing_of_size_tq_by_tk():
 )
 def test_scaled_dot_product_attention_picks_the_kernel(monkeypatch, options, kernel):
     monkeypatch.setattr(fused_attention, "TILED_MIN_SCORES", 2 * 36)  # (B, H) = (1, 2), T = 6
+    monkeypatch.setattr(fused_attention, "TILED_MIN_LENGTH", 5)
     ts = [mg.randn(1, 2, 6, 3, requires_grad=True) for _ in range(3)]
     out = scaled_dot_product_attention(*ts, is_causal=True, **options)
     out = out[0] if isinstance(out, tuple) else out
     assert type(out._node) is kernel
     short = scaled_dot_product_attention(*(t[..., :5, :] for t in ts), is_causal=True)
     assert type(short._node) is Attention  # 5 x 5 scores: below the threshold
+    monkeypatch.setattr(fused_attention, "TILED_MIN_LENGTH", 7)
+    assert type(scaled_dot_product_attention(*ts, is_causal=True)._node) is Attention  # T = 6: too short
 
 
 def test_record_attention_uses_the_untiled_kernel(monkeypatch):
