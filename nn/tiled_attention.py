@@ -139,9 +139,9 @@ class TiledAttention(Function):
         k1t, v1t = _append_t(kf, 1, tiles.bk), _append_t(vf, 1, tiles.bk)  # blocks of [K, 1]^T, [V, 1]^T
         with np.errstate(over="ignore"):  # only masked scores can overflow in exp, and are then set to 0
             for i0, i1 in tiles.query_blocks():  # the forward's tiles, in the forward's order
-                gi, dqi = g[:, i0:i1], None if dq is None else dq[:, i0:i1]
+                gi, qi, dqi = g[:, i0:i1], qs[:, i0:i1], None if dq is None else dq[:, i0:i1]
                 d_row = (gi * out[:, i0:i1]).sum(axis=-1, keepdims=True)  # D_I = rowsum(g_I * O_I)
-                q_l = _append(qs[:, i0:i1], -lse[:, i0:i1])  # (N, bq, d + 1)
+                q_l = _append(qi, -lse[:, i0:i1])  # (N, bq, d + 1)
                 q_l *= _LOG2E  # for `exp_scores`
                 g_d = _append(gi, -d_row)  # (N, bq, dv + 1)
                 for j0, j1 in tiles.key_blocks(i0, i1):
@@ -160,7 +160,7 @@ class TiledAttention(Function):
                     if need_q:
                         dqi += ds @ kf[:, j0:j1]  # 4. dQ_I += dS K_J (* scale, below)
                     if need_k:
-                        dk[:, j0:j1] += ds.transpose(0, 2, 1) @ qs[:, i0:i1]  # 4. dK_J += dS^T (Q * scale)
+                        dk[:, j0:j1] += ds.transpose(0, 2, 1) @ qi  # 4. dK_J += dS^T (Q_I * scale)
         tiles.release()
         if dq is not None:
             dq *= dq.dtype.type(ctx.scale)
@@ -214,6 +214,7 @@ class _Tiles:
         self.dtype = dtype
         self.offset = causal_offset
         self._buffers: list = [None, None]  # two tiles' worth, reused by every tile (no malloc churn)
+        self._views: dict = {}  # (which buffer, shape): its view
         self._diagonals: dict = {}  # the causal part of a tile's mask, by its shape and offset
         nd = len(lead) + 2  # pad the masks to lead + (Tq or 1, Tk or 1), to slice them per tile
         self.bias = None if bias is None else bias.astype(dtype, copy=False).reshape(
@@ -264,13 +265,13 @@ class _Tiles:
         if masked is _SKIP:
             return None
         s = np.matmul(q_blk, kt_blk, out=self.buffer(0, q_blk.shape[:2] + kt_blk.shape[2:]))
-        s4 = s.reshape(self.lead + s.shape[1:])  # a view that broadcasts against the masks
         if self.bias is not None:
+            s4 = s.reshape(self.lead + s.shape[1:])  # a view that broadcasts against the bias
             s4 += _cut(self.bias, i0, i1, j0, j1) * s.dtype.type(_LOG2E)
         np.exp2(s, out=s)
         if masked is not None:
             hidden, c0 = masked
-            np.copyto(s4[..., c0 - j0:], 0, where=hidden)
+            np.copyto(s.reshape(self.lead + s.shape[1:])[..., c0 - j0:], 0, where=hidden)
         return s
 
     def key_tile(self, blocks: list[np.ndarray], j0: int, j1: int) -> np.ndarray:
@@ -292,14 +293,17 @@ class _Tiles:
 
     def buffer(self, which, shape):
         """A contiguous array of `shape` (at most one tile) in reusable buffer 0 or 1."""
-        if self._buffers[which] is None:
-            size = shape[0] * min(self.bq, self.tq) * min(self.bk, self.tk)
-            self._buffers[which] = np.empty(size, self.dtype)
-        return self._buffers[which][:math.prod(shape)].reshape(shape)
+        view = self._views.get((which, shape))  # a few shapes recur: keep their views too
+        if view is None:
+            if self._buffers[which] is None:
+                size = shape[0] * min(self.bq, self.tq) * min(self.bk, self.tk)
+                self._buffers[which] = np.empty(size, self.dtype)
+            view = self._views[which, shape] = self._buffers[which][:math.prod(shape)].reshape(shape)
+        return view
 
     def release(self):
         """Drop the tile buffers (between forward and backward, and after backward)."""
-        self._buffers = [None, None]
+        self._buffers, self._views = [None, None], {}
 
     def _mask(self, i0, i1, j0, j1):
         """(hidden, c0): the tile's bool mask (True = masked) over its columns c0..j1-1 (those
