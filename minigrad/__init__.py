@@ -7,7 +7,7 @@
 
 import numpy as np
 
-from . import optim
+from . import _source_tree, optim
 from .autograd import Function, enable_grad, is_grad_enabled, no_grad, unbroadcast
 from .creation import (
     arange,
@@ -45,6 +45,8 @@ bool_ = np.bool_
 __version__ = "0.1.0"
 
 keep_freed_memory()
+
+_source_tree.add_finder()  # run from a clone's root: minigrad.nn and the rest are folders beside
 
 __all__ = [
     "AnomalyError", "Function", "GradcheckError", "Tensor", "arange", "as_tensor", "bool_", "cat",
