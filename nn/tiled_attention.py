@@ -84,21 +84,22 @@ class TiledAttention(Function):
                                    *(m.shape[:-2] for m in (bias, allowed) if m is not None))
         tq, tk, dv = q.shape[-2], k.shape[-2], v.shape[-1]
         dtype = np.result_type(q, k, v)
-        qs = _flat(q * dtype.type(scale), lead, dtype)  # (N, Tq, d): scale the small side once
+        qf = _flat(q, lead, dtype)  # (N, Tq, d), scaled one query block at a time (no copy of Q)
         kf, vf = _flat(k, lead, dtype), _flat(v, lead, dtype)  # (N, Tk, d), (N, Tk, dv)
         tiles = _Tiles(lead, tq, tk, bias, allowed, causal_offset, block_q, block_k, dtype)
-        acc_l = np.zeros(qs.shape[:2] + (dv + 1,), dtype)  # (N, Tq, dv + 1): [acc, l] per row
-        lse = np.zeros(qs.shape[:2] + (1,), dtype)  # (N, Tq, 1), L
+        acc_l = np.zeros(qf.shape[:2] + (dv + 1,), dtype)  # (N, Tq, dv + 1): [acc, l] per row
+        lse = np.zeros(qf.shape[:2] + (1,), dtype)  # (N, Tq, 1), L
         # A column of ones after V makes P [V, 1] = [P V, rowsum(P)]: the sum l rides along in
         # the matmul instead of costing a pass over P. And [Q*scale, -m] [K, 1]^T = S - m: the
         # shortcut below gets S - m straight from the matmul (with 0 for -m, plain S).
         k1t, v1 = _append_t(kf, 1, tiles.bk), _append(vf, 1)  # blocks of [K, 1]^T, (N, Tk, dv + 1)
         for i0, i1 in tiles.query_blocks():
             acc = acc_l[:, i0:i1]
-            m = tiles.first_scores(qs[:, i0:i1], kf, i0, i1)  # (N, bq, 1): -inf, or S_i0 (below)
-            if not _fixed_reference(tiles, acc, m, qs[:, i0:i1], k1t, v1, i0, i1):
+            qi = qf[:, i0:i1] * dtype.type(scale)  # Q_I * scale
+            m = tiles.first_scores(qi, kf, i0, i1)  # (N, bq, 1): -inf, or S_i0 (below)
+            if not _fixed_reference(tiles, acc, m, qi, k1t, v1, i0, i1):
                 acc[...], m[...] = 0, -np.inf  # 1.
-                q_0 = _append(qs[:, i0:i1], 0)  # [Q_I * scale, 0] [K_J, 1]^T = S_IJ
+                q_0 = _append(qi, 0)  # [Q_I * scale, 0] [K_J, 1]^T = S_IJ
                 for j0, j1 in tiles.key_blocks(i0, i1):
                     s = tiles.scores(q_0, tiles.key_tile(k1t, j0, j1), i0, i1, j0, j1)
                     if s is None:
@@ -117,20 +118,20 @@ class TiledAttention(Function):
             lse[:, i0:i1] = np.where(empty, 0, m + np.log(total))
         out = np.ascontiguousarray(acc_l[:, :, :dv])
         tiles.release()
-        ctx.save_for_backward(qs, kf, vf, out, lse)
+        ctx.save_for_backward(qf, kf, vf, out, lse)
         ctx.tiles, ctx.scale, ctx.shapes = tiles, scale, (lead, q.shape, k.shape, v.shape)
         ctx.masked = allowed is not None or causal_offset is not None  # (for drawings)
         return out.reshape(lead + (tq, dv))
 
     @staticmethod
     def backward(ctx, g):
-        qs, kf, vf, out, lse = ctx.saved
+        qf, kf, vf, out, lse = ctx.saved
         tiles, (lead, q_shape, k_shape, v_shape) = ctx.tiles, ctx.shapes
         need_q, need_k, need_v = ctx.needs_input_grad[:3]
         need_bias = len(ctx.needs_input_grad) > 3 and ctx.needs_input_grad[3]
         need_ds = need_q or need_k or need_bias
         g = np.ascontiguousarray(g.reshape(out.shape), dtype=out.dtype)  # (N, Tq, dv)
-        dq = np.zeros_like(qs) if need_q else None
+        dq = np.zeros_like(qf) if need_q else None
         dk = np.zeros_like(kf) if need_k else None
         dv = np.zeros_like(vf) if need_v else None
         dbias = np.zeros(tiles.bias.shape, out.dtype) if need_bias else None
@@ -139,7 +140,8 @@ class TiledAttention(Function):
         k1t, v1t = _append_t(kf, 1, tiles.bk), _append_t(vf, 1, tiles.bk)  # blocks of [K, 1]^T, [V, 1]^T
         with np.errstate(over="ignore"):  # only masked scores can overflow in exp, and are then set to 0
             for i0, i1 in tiles.query_blocks():  # the forward's tiles, in the forward's order
-                gi, qi, dqi = g[:, i0:i1], qs[:, i0:i1], None if dq is None else dq[:, i0:i1]
+                gi, dqi = g[:, i0:i1], None if dq is None else dq[:, i0:i1]
+                qi = qf[:, i0:i1] * out.dtype.type(ctx.scale)  # Q_I * scale
                 d_row = (gi * out[:, i0:i1]).sum(axis=-1, keepdims=True)  # D_I = rowsum(g_I * O_I)
                 q_l = _append(qi, -lse[:, i0:i1])  # (N, bq, d + 1)
                 q_l *= _LOG2E  # for `exp_scores`
