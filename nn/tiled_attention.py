@@ -12,10 +12,11 @@ import numpy as np
 
 from minigrad import Function
 
-# Default block sizes (queries, keys), chosen on one thread at T = 1024 ... 4096, D = 32, causal,
-# (B, H) = (1, 4): 128 x 128 and 128 x 192 were fastest, 10% ahead of 128 x 512 and 256 x 256, 15%
-# ahead of 64 x 128 and 96 x 96 (per call overhead). BLAS multiplies these small tiles faster while
-# all four heads' tiles (4 x 64 KiB) stay in the core's cache.
+# Default block sizes (queries, keys), chosen on one thread, D = 32, causal, (B, H) = (1, 4),
+# forward + backward: at T = 2048 and 4096, 128 x 128, 128 x 192 and 192 x 128 came within noise
+# of each other; 96 x 128 and 128 x 96 were 4-7% slower (more calls per score), 128 x 256,
+# 256 x 128 and 192 x 192 about 25% slower (BLAS multiplies the small tiles faster while all the
+# heads' tiles, 4 x 64 KiB each, stay in the core's cache).
 BLOCK_Q = 128
 BLOCK_K = 128
 
