@@ -223,16 +223,16 @@ class GELU(Function):
         x, s = ctx.saved
         if ctx.approximate == "tanh":
             # dx = g * (1 + t + x (1 - t^2) du) / 2,  du = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
-            du = _square(x)
-            du *= 3 * 0.044715 * _SQRT_2_OVER_PI
-            du += _SQRT_2_OVER_PI
-            du *= x
-            dx = _square(s)
-            np.subtract(1, dx, out=dx)
-            dx *= du
-            dx += s
-            dx += 1
-            dx *= 0.5
+            #    = g * (1 + t) * (1/2 + (1 - t) * x du / 2)     (1 - t^2 = (1 - t)(1 + t)):
+            # ten passes over x's size instead of eleven.
+            dx = _square(x)
+            dx *= 0.5 * 3 * 0.044715 * _SQRT_2_OVER_PI
+            dx += 0.5 * _SQRT_2_OVER_PI
+            dx *= x  # x du / 2
+            one_minus_t = np.subtract(1, s, out=np.empty_like(s))
+            dx *= one_minus_t
+            dx += 0.5
+            dx *= np.add(s, 1, out=one_minus_t)  # reuse the buffer for 1 + t
             dx *= g
             return dx
         return g * (s + x * (_INV_SQRT_2PI * np.exp(-0.5 * x * x)))

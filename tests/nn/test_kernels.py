@@ -186,6 +186,19 @@ def test_cross_entropy_label_smoothing_by_hand():
     assert expected == pytest.approx(2.3076059644443806, rel=1e-12)  # the same, as a number
 
 
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+def test_cross_entropy_backward_twice_with_retain_graph(smoothing):
+    """backward keeps the saved softmax intact (it writes the gradient into a new array)."""
+    rng = np.random.default_rng(6)
+    x = Tensor(rng.standard_normal((4, 5)).astype(np.float32), requires_grad=True)
+    loss = F.cross_entropy(x, np.array([0, 4, 2, -100]), label_smoothing=smoothing)
+    loss.backward(retain_graph=True)
+    first = x.grad.copy()
+    loss.backward()
+    np.testing.assert_allclose(x.grad, 2 * first, rtol=1e-6)
+    assert x.grad.dtype == np.float32 and not x.grad[3].any()  # the ignored row
+
+
 def test_cross_entropy_is_one_node():
     x = Tensor(np.zeros((2, 3)), requires_grad=True)
     assert isinstance(F.cross_entropy(x, np.array([0, 1])).grad_fn, kernels.CrossEntropy)
