@@ -160,6 +160,7 @@ def _depth(text: str) -> int | None:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="minigrad", description="Train and inspect small transformers.")
+    p.add_argument("--version", action="version", version=f"minigrad {mg.__version__}")
     p.add_argument("--threads", type=int, default=1,
                    help="BLAS threads (default 1: faster for these small matrices)")
     sub = p.add_subparsers(dest="command", required=True)

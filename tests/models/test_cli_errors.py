@@ -105,6 +105,14 @@ def test_resume_refuses_options_the_checkpoint_fixes(more, named, tmp_path, caps
     assert f"minigrad: error: {named} cannot change a resumed run" in err and "leave them out" in err
 
 
+def test_version(capsys):
+    import minigrad
+
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out == f"minigrad {minigrad.__version__}\n"
+
+
 def test_a_closed_pipe_ends_the_command_quietly():
     # `minigrad exercise list | head -1`: the reader quits early; no error, no traceback.
     import subprocess
