@@ -55,8 +55,11 @@ def step(kernel: str, T: int, causal: bool, arrays: list[np.ndarray]):
     import minigrad as mg
     from minigrad.nn.fused_attention import Attention, _causal, tiled_attention
 
+    ts = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]  # made once, as torch's are
+
     def run():
-        ts = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]
+        for t in ts:
+            t.grad = None
         if kernel == "tiled":
             out = tiled_attention(*ts, is_causal=causal)
         else:
