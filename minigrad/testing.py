@@ -34,6 +34,15 @@ def broadcastable_shapes(num_shapes: int = 2, min_dims: int = 0, max_dims: int =
     ).map(lambda r: r.input_shapes)
 
 
+@st.composite
+def shape_and_broadcastable(draw: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A shape, and a second shape that broadcasts TO it (leading axes dropped, some axes
+    made 1): e.g. a tensor and its mask for `masked_fill`."""
+    shape = draw(shapes())
+    kept = [s if draw(st.booleans()) else 1 for s in shape]
+    return shape, tuple(kept[draw(st.integers(0, len(shape))):])
+
+
 def arrays(shape: Any, low: float = -3.0, high: float = 3.0, dtype: Any = np.float64,
            away_from_zero: float = 0.0) -> st.SearchStrategy:
     """Finite float arrays with values in [low, high].

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import minigrad as mg
-from minigrad.testing import arrays, broadcastable_shapes, shapes, well_conditioned
+from minigrad.testing import arrays, broadcastable_shapes, shape_and_broadcastable, shapes, well_conditioned
 
 # Values are cheap to compare and the gradient tests draw the same inputs: a third of the
 # profile's examples (at least 10) keeps the suite fast.
@@ -108,17 +108,9 @@ def test_where_gradcheck_with_broadcasting(data):
     assert mg.gradcheck(lambda x, y: mg.where(mg.tensor(cond), x, y), [a, b])
 
 
-@st.composite
-def shape_and_mask_shape(draw):
-    """A shape, and a mask shape that broadcasts to it (dropped leading axes, size-1 axes)."""
-    shape = draw(shapes())
-    kept = [s if draw(st.booleans()) else 1 for s in shape]
-    return shape, tuple(kept[draw(st.integers(0, len(shape))):])
-
-
 @given(data=st.data())
 def test_masked_fill_gradcheck(data):
-    shape, mask_shape = data.draw(shape_and_mask_shape(), label="shapes")
+    shape, mask_shape = data.draw(shape_and_broadcastable(), label="shapes")
     x = data.draw(arrays(shape), label="x")
     mask = data.draw(hnp.arrays(np.bool_, mask_shape), label="mask")
     assert mg.gradcheck(lambda t: t.masked_fill(mg.tensor(mask), -5.0), [x])
@@ -152,7 +144,7 @@ def test_binary_forward_matches_numpy(fn, ref, domain_a, domain_b, data):
 @fewer_examples
 @given(data=st.data())
 def test_where_and_masked_fill_forward(data):
-    shape, mask_shape = data.draw(shape_and_mask_shape(), label="shapes")
+    shape, mask_shape = data.draw(shape_and_broadcastable(), label="shapes")
     x = data.draw(arrays(shape), label="x")
     mask = data.draw(hnp.arrays(np.bool_, mask_shape), label="mask")
     np.testing.assert_array_equal(mg.tensor(x).masked_fill(mg.tensor(mask), 7.0).data, np.where(mask, 7.0, x))
