@@ -154,6 +154,18 @@ def _tiled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: to
     return _attention(q, k, v, bias, allowed=allowed, scale=scale, dropout_p=0.0, training=False)
 
 
+def _packed_attention(qkv: torch.Tensor, bias: torch.Tensor | None = None, *, heads: int,
+                      allowed: torch.Tensor | None = None, causal: bool = False, scale: float,
+                      dropout_p: float = 0.0, training: bool = True) -> torch.Tensor:
+    """Split qkv (B, T, 3E) into heads, attend as `_attention`, merge the heads again."""
+    B, T, E = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
+    q, k, v = qkv.reshape(B, T, 3, heads, E // heads).permute(2, 0, 3, 1, 4)
+    if causal:
+        allowed = _tril(T, qkv.device) if allowed is None else allowed & _tril(T, qkv.device)
+    o = _attention(q, k, v, bias, allowed=allowed, scale=scale, dropout_p=dropout_p, training=training)
+    return o.transpose(1, 2).reshape(B, T, E)
+
+
 _TRIL: dict[tuple, torch.Tensor] = {}
 
 
@@ -215,7 +227,8 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     kernels.Embedding: _embedding,
     fa.Attention: _attention,
     tiled.TiledAttention: _tiled_attention,
+    fa.PackedAttention: _packed_attention,
 }
 
 # Ops whose torch twin draws random numbers and must know whether the module is training.
-RANDOM_OPS: frozenset[type[Function]] = frozenset({kernels.Dropout, fa.Attention})
+RANDOM_OPS: frozenset[type[Function]] = frozenset({kernels.Dropout, fa.Attention, fa.PackedAttention})

@@ -46,23 +46,27 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x: Tensor, cache: dict | None = None) -> Tensor:
         B, T, C = x.shape
-        q, k, v = self._heads(self.q_proj(x)), self._heads(self.k_proj(x)), self._heads(self.v_proj(x))
         if cache is None:
-            y = F.scaled_dot_product_attention(
-                q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0
-            )  # (B, H, T, D)
+            # Training: the same as the cached branch's steps with n = 0, packed: q, k and v
+            # from one product with the three weights stacked, and the heads split and merged
+            # inside one op (fewer, bigger steps; see F.packed_self_attention).
+            weight = mg.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (3C, C)
+            bias = mg.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
+            y = F.packed_self_attention(F.linear(x, weight, bias), self.num_heads, is_causal=True,
+                                        dropout_p=self.dropout if self.training else 0.0)  # (B, T, C)
+            return self.resid_dropout(self.out_proj(y))
+        q, k, v = self._heads(self.q_proj(x)), self._heads(self.k_proj(x)), self._heads(self.v_proj(x))
+        # Keys and values of earlier tokens come from the cache; the T new queries see
+        # every cached key and, among the new ones, those at or before their position.
+        n = cache.get("length", 0)
+        k, v = _cache_append(cache, k, v)  # (B, H, S, D), S = n + T
+        if T == 1:  # one new token sees everything
+            y = F.scaled_dot_product_attention(q, k, v)
+        elif n == 0:  # the prompt: plain causal attention
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
-            # Keys and values of earlier tokens come from the cache; the T new queries see
-            # every cached key and, among the new ones, those at or before their position.
-            n = cache.get("length", 0)
-            k, v = _cache_append(cache, k, v)  # (B, H, S, D), S = n + T
-            if T == 1:  # one new token sees everything
-                y = F.scaled_dot_product_attention(q, k, v)
-            elif n == 0:  # the prompt: plain causal attention
-                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            else:
-                allowed = np.tril(np.ones((T, n + T), dtype=bool), k=n)  # (T, S)
-                y = F.scaled_dot_product_attention(q, k, v, mask=mg.tensor(allowed))
+            allowed = np.tril(np.ones((T, n + T), dtype=bool), k=n)  # (T, S)
+            y = F.scaled_dot_product_attention(q, k, v, mask=mg.tensor(allowed))
         y = y.transpose(1, 2).reshape(B, T, C)  # (B, T, C): heads side by side again
         return self.resid_dropout(self.out_proj(y))
 

@@ -22,10 +22,18 @@ from typing import Any
 
 import numpy as np
 
-from minigrad import Tensor
+from minigrad import Tensor, cat
 
 from . import init
-from .fused_attention import _causal, _record, _recorders, attention_reference, scaled_dot_product_attention
+from .functional import linear
+from .fused_attention import (
+    _causal,
+    _record,
+    _recorders,
+    attention_reference,
+    packed_self_attention,
+    scaled_dot_product_attention,
+)
 from .layers import Linear
 from .module import Module, Parameter
 
@@ -154,6 +162,9 @@ class MultiheadAttention(Module):
         """Attend from each query position to the key/value positions; see the class Shape."""
         B, Tq, Tk = self._check(query, key, value)
         H, D = self.num_heads, self.head_dim
+        self_attention = query is key is value and isinstance(query, Tensor)
+        if self.fused and self_attention and self.kdim == self.vdim == self.embed_dim:
+            return self._packed(query, mask, is_causal, need_weights)
         q = self.q_proj(query).reshape(B, Tq, H, D).transpose(1, 2)  # (B, H, Tq, D)
         k = self.k_proj(key).reshape(B, Tk, H, D).transpose(1, 2)  # (B, H, Tk, D)
         v = self.v_proj(value).reshape(B, Tk, H, D).transpose(1, 2)  # (B, H, Tk, D)
@@ -163,6 +174,23 @@ class MultiheadAttention(Module):
                      dropout_p=self.dropout if self.training else 0.0, need_weights=need_weights)
         out, weights = out if need_weights else (out, None)  # (B, H, Tq, D), (B, H, Tq, Tk)
         out = self.out_proj(out.transpose(1, 2).reshape(B, Tq, self.embed_dim))  # (B, Tq, E)
+        return (out, weights) if need_weights else out
+
+    def _packed(self, x: Tensor, mask: Any, is_causal: bool,
+                need_weights: bool) -> Tensor | tuple[Tensor, Tensor]:
+        """Self-attention, computed as `forward` does but packed: q, k and v come from one
+        product with the three weights stacked, and one op splits and merges the heads
+        (`F.packed_self_attention`): fewer, bigger steps, the same numbers."""
+        B, T, _ = x.shape
+        projections = (self.q_proj, self.k_proj, self.v_proj)
+        weight = cat([p.weight for p in projections])  # (3E, E)
+        bias = None if self.q_proj.bias is None else cat([p.bias for p in projections])
+        out = packed_self_attention(linear(x, weight, bias), self.num_heads,
+                                    mask=self._mask(mask, (B, self.num_heads, T, T)), is_causal=is_causal,
+                                    dropout_p=self.dropout if self.training else 0.0,
+                                    need_weights=need_weights)
+        out, weights = out if need_weights else (out, None)  # (B, T, E), (B, H, T, T)
+        out = self.out_proj(out)
         return (out, weights) if need_weights else out
 
     def _check(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[int, int, int]:

@@ -16,7 +16,7 @@ import numpy as np
 from minigrad import Function, Tensor
 from minigrad.random import generator
 
-from .tiled_attention import BLOCK_K, BLOCK_Q, TiledAttention
+from .tiled_attention import _LOG2E, BLOCK_K, BLOCK_Q, TiledAttention
 
 # scaled_dot_product_attention takes the tiled kernel from this many scores (B * H * Tq * Tk)
 # on, when Tq and Tk are both at least TILED_MIN_LENGTH: below that A fits in cache and the
@@ -73,52 +73,53 @@ class Attention(Function):
     with no allowed key (A = 0 everywhere) gives output 0 and gradient 0, not NaN. Subtracting
     m_i keeps exp from overflowing for logits of any size. The engine sums dQ, dK, dV and dbias
     back over leading axes that were broadcast.
+
+    The code computes exactly this, with two rearrangements that save passes over (Tq, Tk):
+      - The weights are kept unnormalised, E_ij = exp(S_ij - r_i) with row sums l_i, so that
+        A = E / l. The softmax is the same for any reference r_i (the exp(-r_i) cancels), and
+        without bias or dropout `_first_key_weights` takes r_i = S_i0, the row's first score:
+        no pass to find each row's max. The division by l is done on (Tq, dv) arrays instead:
+        O = (E V) / l, and in backward, since every line above is linear in A through g,
+        A and g may be replaced by E and g / l. Otherwise r = m and l = 1 (E = A).
+      - A subtraction is folded into a matmul by one more column: [X, -c] [Y, 1]^T = X Y^T - c.
     """
 
     @staticmethod
     def forward(ctx, q, k, v, bias=None, *, allowed=None, scale, dropout_p=0.0, weights_out=None):
-        s = (q * q.dtype.type(scale)) @ _T(k)  # scale the (Tq, d) side, not the (Tq, Tk) one
-        if bias is not None:
-            s = s + bias.astype(s.dtype, copy=False)
-        if allowed is not None:
-            if np.broadcast_shapes(allowed.shape, s.shape) == s.shape:
-                np.copyto(s, -np.inf, where=~allowed)
-            else:
-                s = np.where(allowed, s, -np.inf).astype(s.dtype, copy=False)
-        # softmax in place on s: s becomes A
-        m = s.max(axis=-1, keepdims=True)
-        m[~np.isfinite(m)] = 0  # a row that is all -inf: exp(-inf - 0) = 0, no NaN
-        s -= m
-        np.exp(s, out=s)
-        total = s.sum(axis=-1, keepdims=True)
-        total[total == 0] = 1
-        s /= total
-        a = s
+        fast = _first_key_weights(q, k, v, allowed, scale) if bias is None and dropout_p == 0 else None
+        if fast is not None:
+            e, out, total = fast
+            keep = None
+        else:
+            e, total = _max_weights(q, k, bias, allowed, scale), None  # e = A
+            keep = _dropout_keep(e.shape, dropout_p, e.dtype) if dropout_p > 0 else None
+            out = (e if keep is None else e * keep) @ v
         if weights_out is not None:
-            weights_out.append(a.copy())
-        keep = _dropout_keep(a.shape, dropout_p, a.dtype) if dropout_p > 0 else None
-        p = a if keep is None else a * keep
-        out = p @ v
-        ctx.save_for_backward(q, k, v, a, keep, out)
+            weights_out.append(e.copy() if total is None else e * (1 / total))
+        ctx.save_for_backward(q, k, v, e, keep, out, total)
         ctx.scale, ctx.masked, ctx.dropout_p = scale, allowed is not None, dropout_p
         return out
 
     @staticmethod
     def backward(ctx, g):
-        q, k, v, a, keep, out = ctx.saved
+        q, k, v, e, keep, out, total = ctx.saved
         need_q, need_k, need_v = ctx.needs_input_grad[:3]
         need_bias = len(ctx.needs_input_grad) > 3 and ctx.needs_input_grad[3]
+        if total is not None:
+            g = g * (1 / total)  # A = E / l: see the end of the docstring
         dq = dk = dv = ds = None
         if need_v:
-            dv = _T(a if keep is None else a * keep) @ g  # 1. dV = P^T g
+            dv = _T(e if keep is None else e * keep) @ g  # 1. dV = P^T g
         if need_q or need_k or need_bias:
-            da = g @ _T(v)  # 1. dP = g V^T
-            if keep is not None:
-                da *= keep  # 2. dA = dP * keep
-            rowsum = (g * out).sum(axis=-1, keepdims=True)  # = rowsum(dA * A), see 3.
-            da -= rowsum  # 3. dS = A * (dA - rowsum(dA * A)), in place
-            da *= a
-            ds = da
+            # = rowsum(dA * A), see 3.; a matmul with ones sums short rows ~6x faster than .sum
+            rowsum = (g * out) @ np.ones((out.shape[-1], 1), out.dtype)
+            if keep is None:
+                ds = _with_column(g, -rowsum) @ _with_column_t(v, 1)  # 1. and 3.: dA - rowsum
+            else:
+                ds = g @ _with_column_t(v, None)  # 1. dP = g V^T
+                ds *= keep  # 2. dA = dP * keep
+                ds -= rowsum
+            ds *= e  # 3. dS = A * (dA - rowsum(dA * A)), in place
             if need_q:
                 dq = ds @ k  # 4. dQ = dS K * scale
                 dq *= dq.dtype.type(ctx.scale)
@@ -128,6 +129,135 @@ class Attention(Function):
         if len(ctx.needs_input_grad) > 3:
             return dq, dk, dv, (ds if need_bias else None)
         return dq, dk, dv
+
+
+def _max_weights(q, k, bias, allowed, scale) -> np.ndarray:
+    """A = softmax(S) with the row max as reference: the forward's first two lines as written."""
+    s = (q * q.dtype.type(scale)) @ _with_column_t(k, None)  # scale the (Tq, d) side, not (Tq, Tk)
+    if bias is not None:
+        s = s + bias.astype(s.dtype, copy=False)
+    if allowed is not None:
+        if np.broadcast_shapes(allowed.shape, s.shape) == s.shape:
+            np.copyto(s, -np.inf, where=~allowed)
+        else:
+            s = np.where(allowed, s, -np.inf).astype(s.dtype, copy=False)
+    # softmax in place on s: s becomes A
+    m = s.max(axis=-1, keepdims=True)
+    m[~np.isfinite(m)] = 0  # a row that is all -inf: exp(-inf - 0) = 0, no NaN
+    s -= m
+    np.exp(s, out=s)
+    total = s.sum(axis=-1, keepdims=True)
+    total[total == 0] = 1
+    s /= total
+    return s
+
+
+def _first_key_weights(q, k, v, allowed, scale):
+    """(E, O, l) with E_ij = exp(S_ij - S_i0), l = rowsum(E), O = E V / l; None when this
+    reference does not apply (key 0 not allowed for some row) or failed (an overflow).
+
+    Key 0 is then allowed for every row, so E_i0 = 1 and l_i >= 1: no row can vanish. Only a
+    score more than ~88 (float32; ~709 in float64) above S_i0 overflows exp: l becomes inf or
+    NaN, and the caller starts again with the row max. Masked scores may overflow too; they are
+    multiplied by 0 (inf * 0 = NaN, caught the same way). Per (Tq, Tk) element this leaves one
+    matmul, one exp, one mask multiply and one matmul: the pass for the max, the subtraction,
+    the row sums (a column of ones after V) and the division by l are gone. exp(x) is taken as
+    2**(x log2(e)), which numpy computes faster (see `_Tiles.exp_scores`).
+    """
+    tk = k.shape[-2]
+    if tk == 0 or not (q.dtype == k.dtype == v.dtype) or q.dtype.kind != "f":
+        return None
+    if allowed is not None and not allowed[..., 0].all():
+        return None
+    qc = q * q.dtype.type(scale * _LOG2E)  # S log2(e) = qc K^T
+    first = qc @ _T(k[..., :1, :])  # (..., Tq, 1): S_i0 log2(e)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught below
+        e = _with_column(qc, -first) @ _with_column_t(k, 1)  # (S - S_i0) log2(e)
+        np.exp2(e, out=e)
+        if allowed is not None:
+            if np.broadcast_shapes(allowed.shape, e.shape) == e.shape:
+                np.multiply(e, allowed, out=e)
+            else:
+                e = e * allowed
+        acc = e @ _with_column(v, 1)  # [E V, l]
+    total = acc[..., -1:]
+    if not np.isfinite(total).all():
+        return None
+    return e, acc[..., :-1] * (1 / total), total
+
+
+def _with_column(x: np.ndarray, column) -> np.ndarray:
+    """[x, column]: x (..., T, f) with one more feature, a constant or a (..., T, 1) array."""
+    lead = x.shape[:-1] if np.isscalar(column) else np.broadcast_shapes(x.shape[:-1], column.shape[:-1])
+    out = np.empty(lead + (x.shape[-1] + 1,), x.dtype)
+    out[..., :-1] = x
+    out[..., -1:] = column
+    return out
+
+
+def _with_column_t(x: np.ndarray, column) -> np.ndarray:
+    """[x, column]^T (or x^T for column None) as a contiguous (..., f (+ 1), T) array: numpy
+    multiplies batches of small matrices about 2x faster from it than from a transposed view."""
+    out = np.empty(x.shape[:-2] + (x.shape[-1] + (column is not None), x.shape[-2]), x.dtype)
+    out[..., :x.shape[-1], :] = _T(x)
+    if column is not None:
+        out[..., -1, :] = column
+    return out
+
+
+class PackedAttention(Function):
+    """Multi-head attention on packed projections: qkv (B, T, 3E) -> (B, T, E).
+
+    qkv holds q, k and v side by side, as one Linear with the three projection weights stacked
+    computes them; each is E = H * D features, H heads of D. The op is exactly
+        q, k, v = split(qkv, 3, dim=-1)               each (B, T, E)
+        q_h = q.reshape(B, T, H, D).transpose(1, 2)   the same for k and v: (B, H, T, D)
+        o = Attention(q_h, k_h, v_h)                  (B, H, T, D), TiledAttention when long
+        out = o.transpose(1, 2).reshape(B, T, E)      the heads side by side again
+    and its backward is the kernel's, with the reshapes undone: dqkv packs dq, dk and dv the
+    way qkv held them. One node instead of eight reshape and transpose nodes around one, and
+    with it one projection matmul instead of three (`packed_self_attention`).
+    Options as in `Attention`, plus `heads` and `causal` (is_causal, passed to the tiled
+    kernel as its diagonal); a float mask is the optional second input.
+    """
+
+    @staticmethod
+    def forward(ctx, qkv, bias=None, *, heads, allowed=None, causal=False, scale, dropout_p=0.0,
+                weights_out=None):
+        B, T, E = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
+        q, k, v = qkv.reshape(B, T, 3, heads, E // heads).transpose(2, 0, 3, 1, 4)  # (B, H, T, D) views
+        if _use_tiled(B * heads * T * T, T, T, dropout_p, weights_out is not None):
+            inner = TiledAttention()
+            o = TiledAttention.forward(inner, q, k, v, bias, allowed=allowed, scale=scale,
+                                       causal_offset=0 if causal else None)
+        else:
+            inner = Attention()
+            if causal:
+                allowed = _causal(T, T) if allowed is None else allowed & _causal(T, T)
+            o = Attention.forward(inner, q, k, v, bias, allowed=allowed, scale=scale,
+                                  dropout_p=dropout_p, weights_out=weights_out)
+        ctx.save_for_backward(*inner.saved)  # kept here, so that the engine frees them
+        inner.saved = None
+        ctx.inner, ctx.heads, ctx.scale = inner, heads, scale
+        ctx.masked, ctx.dropout_p = allowed is not None or causal, dropout_p  # (for drawings)
+        return o.transpose(0, 2, 1, 3).reshape(B, T, E)
+
+    @staticmethod
+    def backward(ctx, g):
+        inner, (B, T, E) = ctx.inner, g.shape
+        inner.saved = ctx.saved
+        inner.needs_input_grad = (ctx.needs_input_grad[0],) * 3 + ctx.needs_input_grad[1:]
+        inner.inputs = (None, None, None) + ctx.inputs[1:]
+        g_heads = g.reshape(B, T, ctx.heads, E // ctx.heads).transpose(0, 2, 1, 3)  # (B, H, T, D)
+        grads = type(inner).backward(inner, g_heads)
+        inner.saved = None
+        dqkv = None
+        if ctx.needs_input_grad[0]:
+            dqkv = np.empty((B, T, 3, ctx.heads, E // ctx.heads), grads[0].dtype)
+            for i in range(3):
+                dqkv[:, :, i] = grads[i].transpose(0, 2, 1, 3)
+            dqkv = dqkv.reshape(B, T, 3 * E)
+        return (dqkv,) + tuple(grads[3:])
 
 
 def _dropout_keep(shape: tuple[int, ...], p: float, dtype: Any) -> np.ndarray:
@@ -149,6 +279,13 @@ def _score_count(q: Any, k: Any) -> int:
     if len(qs) < 2 or len(ks) < 2:
         return 0
     return max(math.prod(qs[:-2]), math.prod(ks[:-2])) * qs[-2] * ks[-2]
+
+
+def _use_tiled(scores: int, tq: int, tk: int, dropout_p: float, need_weights: bool) -> bool:
+    """Whether to take the tiled kernel: long enough, and nothing needs the weights themselves
+    (dropout, need_weights, an open `nn.record_attention`)."""
+    return (scores >= TILED_MIN_SCORES and min(tq, tk) >= TILED_MIN_LENGTH and dropout_p == 0
+            and not need_weights and not _recorders)
 
 
 def _causal(tq: int, tk: int) -> np.ndarray:
@@ -241,8 +378,8 @@ def scaled_dot_product_attention(
         before dropout, a copy detached from the graph (no gradient flows through it; use
         `attention_reference` to differentiate through the weights).
     """
-    if dropout_p == 0 and not need_weights and not _recorders and _score_count(q, k) >= TILED_MIN_SCORES \
-            and min(q.shape[-2], k.shape[-2]) >= TILED_MIN_LENGTH:
+    scores = _score_count(q, k)  # 0 for input that _prepare rejects below
+    if scores and _use_tiled(scores, q.shape[-2], k.shape[-2], dropout_p, need_weights):
         return tiled_attention(q, k, v, mask, is_causal, scale)
     bias, allowed = _prepare("scaled_dot_product_attention", q, k, v, mask, is_causal, dropout_p)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
@@ -280,6 +417,51 @@ def tiled_attention(
                                 scale=scale, block_q=int(block_size[0]), block_k=int(block_size[1]))
 
 
+def packed_self_attention(
+    qkv: Tensor,
+    num_heads: int,
+    mask: Tensor | np.ndarray | None = None,
+    is_causal: bool = False,
+    dropout_p: float = 0.0,
+    scale: float | None = None,
+    need_weights: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
+    """Multi-head self-attention from packed projections, through the `PackedAttention` op.
+
+    The same as splitting qkv into q, k and v, each into `num_heads` heads, then
+    `scaled_dot_product_attention` and merging the heads (see `PackedAttention`): what
+    `MultiheadAttention` and GPT's attention do for self-attention, in fewer, bigger steps.
+
+    Args:
+        qkv: (B, T, 3E): [x W_q^T + b_q, x W_k^T + b_k, x W_v^T + b_v], one Linear's output.
+        num_heads: H, dividing E.
+        mask, is_causal, dropout_p, scale, need_weights: as in `scaled_dot_product_attention`,
+            the mask broadcasting to (B, H, T, T).
+
+    Returns:
+        out (B, T, E), the heads side by side; with need_weights also the weights (B, H, T, T).
+    """
+    name = "packed_self_attention"
+    if not isinstance(qkv, Tensor):
+        raise TypeError(f"{name}: qkv must be a Tensor, not {type(qkv).__name__}")
+    if qkv.ndim != 3 or qkv.shape[-1] % (3 * num_heads):
+        raise ValueError(f"{name}: qkv must have shape (B, T, 3 * E) with E divisible by "
+                         f"num_heads {num_heads}, got {qkv.shape}")
+    B, T, E = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
+    heads = Tensor(np.empty((B, num_heads, T, 0), qkv.dtype))  # shapes only, for _prepare's checks
+    bias, allowed = _prepare(name, heads, heads, heads, mask, False, dropout_p)
+    scale = 1.0 / math.sqrt(E // num_heads) if scale is None else float(scale)
+    sink: list[np.ndarray] | None = [] if need_weights or _recorders else None
+    inputs = (qkv,) if bias is None else (qkv, bias)
+    out = PackedAttention.apply(*inputs, heads=num_heads, allowed=allowed, causal=is_causal, scale=scale,
+                                dropout_p=dropout_p, weights_out=sink)
+    if _recorders:
+        _record(sink[0], name)
+    if need_weights:
+        return out, Tensor(sink[0])
+    return out
+
+
 def _scale_name(scale: float, d: int) -> str:
     """`1/sqrt(d_k)` when the scale is the usual one, else its value."""
     return "1/sqrt(d_k)" if math.isclose(scale, 1.0 / math.sqrt(d)) else f"scale {scale:.4g}"
@@ -290,13 +472,29 @@ def attention_pipeline(node: Function) -> list[tuple]:
     them: (op, inputs, result, result shape) each; an input is the index of one of the node's
     inputs (q 0, k 1, v 2, bias 3) or the name of an earlier result."""
     q, k, v = (t.shape for t in node.inputs[:3])
+    return _attention_steps(node, q, k, v, 0, 1, 2, 3 if len(node.inputs) > 3 else None)
+
+
+def packed_attention_pipeline(node: Function) -> list[tuple]:
+    """`attention_pipeline` for `PackedAttention`: q, k and v are cut from qkv (input 0) and
+    split into heads first, and the heads are merged at the end; bias, if any, is input 1."""
+    B, T, E3 = node.inputs[0].shape
+    E, H = E3 // 3, node.heads
+    heads = (B, H, T, E // H)
+    steps = [(f"Take {x}, split into {H} heads", [0], x, heads) for x in ("q", "k", "v")]
+    steps += _attention_steps(node, heads, heads, heads, "q", "k", "v", 1 if len(node.inputs) > 1 else None)
+    steps.append(("Merge heads", ["attention output"], "merged", (B, T, E)))
+    return steps
+
+
+def _attention_steps(node: Function, q: tuple, k: tuple, v: tuple, q_in, k_in, v_in, bias_in) -> list[tuple]:
     lead = np.broadcast_shapes(q[:-2], k[:-2], v[:-2])
     scores = lead + (q[-2], k[-2])
-    steps = [("MatMul q @ k^T", [0, 1], "q k^T", scores),
+    steps = [("MatMul q @ k^T", [q_in, k_in], "q k^T", scores),
              (f"Mul by {_scale_name(node.scale, q[-1])}", ["q k^T"], "scores", scores)]
     last = "scores"
-    if len(node.inputs) > 3:
-        steps.append(("Add bias", [last, 3], "scores + bias", scores))
+    if bias_in is not None:
+        steps.append(("Add bias", [last, bias_in], "scores + bias", scores))
         last = "scores + bias"
     if getattr(node, "masked", False):
         steps.append(("MaskedFill -inf where not allowed", [last], "masked scores", scores))
@@ -306,11 +504,12 @@ def attention_pipeline(node: Function) -> list[tuple]:
     if getattr(node, "dropout_p", 0.0):
         steps.append(("Dropout", [last], "dropped weights", scores))
         last = "dropped weights"
-    steps.append(("MatMul weights @ v", [last, 2], "attention output", lead + (q[-2], v[-1])))
+    steps.append(("MatMul weights @ v", [last, v_in], "attention output", lead + (q[-2], v[-1])))
     return steps
 
 
 Attention.pipeline = TiledAttention.pipeline = staticmethod(attention_pipeline)
+PackedAttention.pipeline = staticmethod(packed_attention_pipeline)
 
 
 def attention_reference(

@@ -96,7 +96,7 @@ def test_graph_depth_1_shows_the_blocks_depth_3_the_ops(tmp_path, capsys):
 
     assert run(["graph", "gpt", "--depth", "3", "--out", str(tmp_path / "g3.svg")], capsys)[0] == 0
     deep = svg_texts(tmp_path / "g3.svg")
-    assert {"Attention", "Linear", "LayerNorm", "blocks.0.attn (CausalSelfAttention)"} <= set(deep)
+    assert {"PackedAttention", "Linear", "LayerNorm", "blocks.0.attn (CausalSelfAttention)"} <= set(deep)
     assert any(t.startswith("|grad| = ") for t in deep)  # drawn after backward
 
 
@@ -106,7 +106,7 @@ def test_graph_of_one_module_and_other_formats(recipes, tmp_path, capsys, monkey
     out = tmp_path / "sub" / "attn.svg"  # the folder is made
     assert run(["graph", "gpt", "--module", "blocks.0.attn", "--out", str(out)], capsys)[0] == 0
     texts = svg_texts(out)
-    assert "Attention" in texts and "CrossEntropy" not in texts
+    assert "PackedAttention" in texts and "CrossEntropy" not in texts
     assert run(["graph", "gpt", "--depth", "all", "--out", str(tmp_path / "g.dot")], capsys)[0] == 0
     source = (tmp_path / "g.dot").read_text()
     assert source.startswith("digraph") and "blocks.0.attn.q_proj.weight" in source
