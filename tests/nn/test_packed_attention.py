@@ -94,7 +94,8 @@ def test_without_key_0_for_every_row_the_row_max_is_used():
 @st.composite
 def packed_case(draw):
     """qkv (B, T, 3E), heads, a mask (none, bool or float, broadcasting to (B, H, T, T)), is_causal."""
-    b, t, heads, d = draw(st.integers(1, 2)), draw(st.integers(1, 5)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    b, t = draw(st.integers(1, 2)), draw(st.integers(1, 5))
+    heads, d = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     qkv = draw(arrays((b, t, 3 * heads * d), -2, 2))
     shape = draw(st.sampled_from([(t, t), (1, t), (t, 1), (b, 1, 1, t), (1, heads, t, t)]))
     kind = draw(st.sampled_from(["none", "bool", "float"]))
@@ -110,7 +111,8 @@ def split_heads_attention(qkv, heads, attend=attention_reference, **kw):
     """The same attention from separate q, k, v tensors: split, heads, attend, merge."""
     B, T, E3 = qkv.shape
     E = E3 // 3
-    q, k, v = (qkv[:, :, i * E:(i + 1) * E].reshape(B, T, heads, E // heads).transpose(1, 2) for i in range(3))
+    q, k, v = (qkv[:, :, i * E:(i + 1) * E].reshape(B, T, heads, E // heads).transpose(1, 2)
+               for i in range(3))
     out = attend(q, k, v, **kw)
     out, w = out if kw.get("need_weights") else (out, None)
     out = out.transpose(1, 2).reshape(B, T, E)
