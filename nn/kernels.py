@@ -121,6 +121,14 @@ class CrossEntropy(Function):
         return dx.reshape(ctx.shape), None
 
 
+# Elementwise kernels make several passes over their arrays. Once the arrays outgrow the core's
+# L2 cache (a few MiB), every pass reads them from memory again; done piece by piece, each
+# pass after the first finds its piece in cache. GELU (tanh) of (2, 1024, 512) float32, one
+# thread, forward + backward: 4.8 ms at once, 3.0 ms in pieces of 2**16 elements (2**14: 3.8,
+# 2**15: 3.3, 2**17: 3.2); of (16, 64, 256): 0.90 ms and 0.72 ms.
+PIECE = 2**16
+
+
 # ----------------------------------------------------------------------------- layer norm
 
 
@@ -133,7 +141,8 @@ class LayerNorm(Function):
     dw = sum over the leading axes of g * x_hat;   db = sum over the leading axes of g
 
     Inputs are x, then weight and bias when given (pass a weight to pass a bias). A constant
-    row has var = 0, so x_hat = 0 and sigma = sqrt(eps): finite, never NaN.
+    row has var = 0, so x_hat = 0 and sigma = sqrt(eps): finite, never NaN. Large inputs are
+    done a block of rows at a time, each block's passes in cache (see PIECE).
     """
 
     @staticmethod
@@ -141,17 +150,20 @@ class LayerNorm(Function):
         # Work on a (rows, features) view: every reduction is then along one contiguous axis.
         features = math.prod(x.shape[x.ndim - ndim:])
         x2 = x.reshape(-1, features)
-        x_hat = x2 - _row_means(x2)  # x - mu
-        var = _row_means(np.square(x_hat))
-        var += x.dtype.type(eps)
-        rstd = np.sqrt(var, out=var)
-        np.divide(1, rstd, out=rstd)
-        x_hat *= rstd
+        x_hat, rstd = np.empty(x2.shape, x.dtype), np.empty((x2.shape[0], 1), x.dtype)
+        y = np.empty(x2.shape, np.result_type(x, *(p for p in (weight, bias) if p is not None)))
+        w = None if weight is None else weight.reshape(-1)
+        b = None if bias is None else bias.reshape(-1)
+        for r in _row_blocks(x2):
+            _normalize_rows(x2[r], x.dtype.type(eps), x_hat[r], rstd[r])
+            if w is None:
+                y[r] = x_hat[r]
+            else:
+                np.multiply(x_hat[r], w, out=y[r])
+            if b is not None:
+                y[r] += b
         ctx.save_for_backward(x_hat, rstd, weight)
         ctx.shape = x.shape
-        y = x_hat.copy() if weight is None else x_hat * weight.reshape(-1)
-        if bias is not None:
-            y += bias.reshape(-1)
         return y.reshape(x.shape)
 
     @staticmethod
@@ -165,16 +177,41 @@ class LayerNorm(Function):
         if len(needs) > 2 and needs[2]:
             db = _col_sums(g2).reshape(weight.shape)
         if needs[0]:
-            gx = g2 if weight is None else g2 * weight.reshape(-1)
-            mean_gx = _row_means(gx)
-            dx = gx * x_hat
-            mean_gx_xhat = _row_means(dx)
-            np.multiply(x_hat, mean_gx_xhat, out=dx)
-            np.subtract(gx, dx, out=dx)
-            dx -= mean_gx
-            dx *= rstd
+            dx = np.empty(x_hat.shape, np.result_type(g2, x_hat))
+            w = None if weight is None else weight.reshape(-1)
+            for r in _row_blocks(x_hat):
+                _normalize_rows_grad(g2[r], w, x_hat[r], rstd[r], dx[r])
             dx = dx.reshape(ctx.shape)
         return (dx, dw, db)[: len(needs)]
+
+
+def _normalize_rows(x: np.ndarray, eps, x_hat: np.ndarray, rstd: np.ndarray) -> None:
+    """x_hat = (x - mu) / sqrt(var + eps) and rstd = 1 / sqrt(var + eps) of rows x, in place."""
+    np.subtract(x, _row_means(x), out=x_hat)  # x - mu
+    var = _row_means(np.square(x_hat))
+    var += eps
+    np.sqrt(var, out=rstd)
+    np.divide(1, rstd, out=rstd)
+    x_hat *= rstd
+
+
+def _normalize_rows_grad(g: np.ndarray, w: np.ndarray | None, x_hat: np.ndarray, rstd: np.ndarray,
+                         dx: np.ndarray) -> None:
+    """dx = rstd * (gx - mean(gx) - x_hat * mean(gx * x_hat)), gx = g * w, in place."""
+    gx = g if w is None else g * w
+    mean_gx = _row_means(gx)
+    np.multiply(gx, x_hat, out=dx)
+    mean_gx_xhat = _row_means(dx)
+    np.multiply(x_hat, mean_gx_xhat, out=dx)
+    np.subtract(gx, dx, out=dx)
+    dx -= mean_gx
+    dx *= rstd
+
+
+def _row_blocks(a: np.ndarray) -> list[slice]:
+    """Blocks of rows of a 2-D array of about PIECE elements each (one block if it is small)."""
+    rows = max(1, PIECE // max(a.shape[1], 1))
+    return [slice(r, r + rows) for r in range(0, max(a.shape[0], 1), rows)]
 
 
 # ----------------------------------------------------------------------------- GELU
@@ -183,10 +220,43 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-def _square(x: np.ndarray) -> np.ndarray:
-    """x * x as a new array, also for 0-d x (where x * x would be a numpy scalar, which the
-    in-place steps below cannot write into)."""
-    return np.multiply(x, x, out=np.empty_like(x))
+
+
+
+
+def _by_pieces(fn, inputs: tuple[np.ndarray, ...], outputs: tuple[np.ndarray, ...]) -> None:
+    """fn(*input pieces, *output pieces) over matching pieces of same-size arrays: flat views
+    of contiguous arrays, so the pieces are contiguous too (0-d arrays are one piece)."""
+    flat = [a.reshape(-1) for a in inputs + outputs]
+    for i in range(0, max(flat[0].size, 1), PIECE):
+        fn(*(a[i:i + PIECE] for a in flat))
+
+
+def _gelu_tanh(x: np.ndarray, t: np.ndarray, y: np.ndarray) -> None:
+    """t = tanh(u), u = sqrt(2/pi) * (x + 0.044715 x^3), and y = x / 2 * (1 + t), in place."""
+    np.multiply(x, x, out=t)
+    t *= 0.044715 * _SQRT_2_OVER_PI
+    t += _SQRT_2_OVER_PI
+    t *= x
+    np.tanh(t, out=t)
+    np.add(t, 1, out=y)
+    y *= x
+    y *= 0.5
+
+
+def _gelu_tanh_grad(x: np.ndarray, t: np.ndarray, g: np.ndarray, dx: np.ndarray) -> None:
+    """dx = g * (1 + t + x (1 - t^2) du) / 2,  du = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+          = g * (1 + t) * (1/2 + (1 - t) * x du / 2)     (1 - t^2 = (1 - t)(1 + t)):
+    ten passes over x's size instead of eleven."""
+    np.multiply(x, x, out=dx)
+    dx *= 0.5 * 3 * 0.044715 * _SQRT_2_OVER_PI
+    dx += 0.5 * _SQRT_2_OVER_PI
+    dx *= x  # x du / 2
+    other = np.subtract(1, t)
+    dx *= other
+    dx += 0.5
+    dx *= np.add(t, 1, out=other)  # reuse the buffer for 1 + t
+    dx *= g
 
 
 class GELU(Function):
@@ -196,22 +266,17 @@ class GELU(Function):
         dx = g * (Phi(x) + x * phi(x)),  phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
     approximate="tanh":  y = x / 2 * (1 + tanh(u)),  u = sqrt(2/pi) * (x + 0.044715 x^3)
         dx = g * ((1 + t) / 2 + x / 2 * (1 - t^2) * sqrt(2/pi) * (1 + 3 * 0.044715 x^2)),  t = tanh(u)
+    The tanh form runs in cache-sized pieces (`_by_pieces`).
     """
 
     @staticmethod
     def forward(ctx, x, *, approximate="none"):
         ctx.approximate = approximate
         if approximate == "tanh":
-            # In place on one temporary: u = sqrt(2/pi) * (x + 0.044715 x^3), t = tanh(u).
-            t = _square(x)
-            t *= 0.044715 * _SQRT_2_OVER_PI
-            t += _SQRT_2_OVER_PI
-            t *= x
-            np.tanh(t, out=t)
+            x = np.ascontiguousarray(x)
+            t, y = np.empty_like(x), np.empty_like(x)
+            _by_pieces(_gelu_tanh, (x,), (t, y))
             ctx.save_for_backward(x, t)
-            y = t + 1
-            y *= x
-            y *= 0.5
             return y
         u = x * math.sqrt(0.5)
         cdf = 0.5 * (1 + (erf_float32(u) if x.dtype == np.float32 and u.ndim else erf(u)))
@@ -222,18 +287,9 @@ class GELU(Function):
     def backward(ctx, g):
         x, s = ctx.saved
         if ctx.approximate == "tanh":
-            # dx = g * (1 + t + x (1 - t^2) du) / 2,  du = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
-            #    = g * (1 + t) * (1/2 + (1 - t) * x du / 2)     (1 - t^2 = (1 - t)(1 + t)):
-            # ten passes over x's size instead of eleven.
-            dx = _square(x)
-            dx *= 0.5 * 3 * 0.044715 * _SQRT_2_OVER_PI
-            dx += 0.5 * _SQRT_2_OVER_PI
-            dx *= x  # x du / 2
-            one_minus_t = np.subtract(1, s, out=np.empty_like(s))
-            dx *= one_minus_t
-            dx += 0.5
-            dx *= np.add(s, 1, out=one_minus_t)  # reuse the buffer for 1 + t
-            dx *= g
+            g = np.ascontiguousarray(g)
+            dx = np.empty(np.broadcast_shapes(x.shape, g.shape), np.result_type(x, g))
+            _by_pieces(_gelu_tanh_grad, (x, s, g), (dx,))
             return dx
         return g * (s + x * (_INV_SQRT_2PI * np.exp(-0.5 * x * x)))
 

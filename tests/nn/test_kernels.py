@@ -317,6 +317,20 @@ def test_gelu_tanh_matches_twin(x):
     assert_same(lambda a: F.gelu(a, approximate="tanh"), gelu_tanh_twin, [x])
 
 
+@given(x=arrays(shapes(min_dims=1, max_dims=2, max_side=5)))
+def test_gelu_tanh_in_pieces_matches_twin(x):
+    """Arrays larger than a piece (here 3 elements) go through GELU piece by piece."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kernels, "PIECE", 3)
+        assert_same(lambda a: F.gelu(a, approximate="tanh"), gelu_tanh_twin, [x])
+
+
+def test_gelu_tanh_of_a_non_contiguous_view_in_pieces():
+    x = np.random.default_rng(1).standard_normal((3, 2 * kernels.PIECE // 3 + 7))
+    assert_same(lambda a: F.gelu(a.transpose(0, 1), approximate="tanh"),
+                lambda a: gelu_tanh_twin(a.transpose(0, 1)), [x])
+
+
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @given(x=arrays(shapes(), low=-6, high=6))
 def test_gelu_gradcheck(approximate, x):
