@@ -126,7 +126,10 @@ class MultiheadAttention(Module):
         kdim, vdim: feature sizes of key and value (default: embed_dim), for cross-attention.
         fused: use the fused attention kernel (True) or the composed `attention_reference`
             (False; slower, to compare or to differentiate through the weights). An
-            attribute, so it can be switched on a built model.
+            attribute, so it can be switched on a built model. Fused self-attention (query,
+            key and value the same tensor) stacks the three projection weights into one
+            product and splits the heads inside one op (`F.packed_self_attention`): the
+            same numbers in fewer steps.
 
     Shape:
         - query: (B, Tq, E); key: (B, Tk, kdim); value: (B, Tk, vdim)

@@ -228,8 +228,9 @@ class MyAttention(AttentionForward):
     @staticmethod
     def backward(ctx, g):
         q, k, v, a = ctx.saved  # your backward goes here; the library's, for the demo:
-        lib = LibraryAttention()
-        lib.saved, lib.scale, lib.needs_input_grad = (q, k, v, a, None, a @ v), ctx.c, (True,) * 3
+        lib = LibraryAttention()  # it keeps q, k, v, A, dropout's keep, O, and A's row sums
+        lib.saved = (q, k, v, a, None, a @ v, None)  # (row sums None: A is already normalised)
+        lib.scale, lib.needs_input_grad = ctx.c, (True,) * 3
         return LibraryAttention.backward(lib, g)
 
 
