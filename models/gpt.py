@@ -40,22 +40,20 @@ class CausalSelfAttention(nn.Module):
         self.out_proj = nn.Linear(embed_dim, embed_dim)
         self.resid_dropout = nn.Dropout(dropout)
 
-    def _heads(self, x: Tensor) -> Tensor:
-        B, T, C = x.shape
-        return x.reshape(B, T, self.num_heads, C // self.num_heads).transpose(1, 2)  # (B, H, T, D)
-
     def forward(self, x: Tensor, cache: dict | None = None) -> Tensor:
         B, T, C = x.shape
+        H = self.num_heads
+        # q, k and v in one product: the three weights stacked, (3C, C), give [q, k, v] side by side.
+        weight = mg.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])
+        bias = mg.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
+        qkv = F.linear(x, weight, bias)  # (B, T, 3C)
         if cache is None:
-            # Training: the same as the cached branch's steps with n = 0, packed: q, k and v
-            # from one product with the three weights stacked, and the heads split and merged
-            # inside one op (fewer, bigger steps; see F.packed_self_attention).
-            weight = mg.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (3C, C)
-            bias = mg.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
-            y = F.packed_self_attention(F.linear(x, weight, bias), self.num_heads, is_causal=True,
+            # Training: split into heads, causal attention, heads merged, all inside one op
+            # (F.packed_self_attention); the same as the cached branch's steps with n = 0.
+            y = F.packed_self_attention(qkv, H, is_causal=True,
                                         dropout_p=self.dropout if self.training else 0.0)  # (B, T, C)
             return self.resid_dropout(self.out_proj(y))
-        q, k, v = self._heads(self.q_proj(x)), self._heads(self.k_proj(x)), self._heads(self.v_proj(x))
+        q, k, v = qkv.reshape(B, T, 3, H, C // H).permute(2, 0, 3, 1, 4)  # each (B, H, T, D)
         # Keys and values of earlier tokens come from the cache; the T new queries see
         # every cached key and, among the new ones, those at or before their position.
         n = cache.get("length", 0)
