@@ -273,7 +273,7 @@ class GELU(Function):
     def forward(ctx, x, *, approximate="none"):
         ctx.approximate = approximate
         if approximate == "tanh":
-            x = np.ascontiguousarray(x)
+            x = np.ascontiguousarray(x).reshape(x.shape)  # (reshape: ascontiguousarray makes 0-d 1-d)
             t, y = np.empty_like(x), np.empty_like(x)
             _by_pieces(_gelu_tanh, (x,), (t, y))
             ctx.save_for_backward(x, t)
@@ -287,7 +287,7 @@ class GELU(Function):
     def backward(ctx, g):
         x, s = ctx.saved
         if ctx.approximate == "tanh":
-            g = np.ascontiguousarray(g)
+            g = np.ascontiguousarray(g).reshape(g.shape)
             dx = np.empty(np.broadcast_shapes(x.shape, g.shape), np.result_type(x, g))
             _by_pieces(_gelu_tanh_grad, (x, s, g), (dx,))
             return dx

@@ -325,6 +325,14 @@ def test_gelu_tanh_in_pieces_matches_twin(x):
         assert_same(lambda a: F.gelu(a, approximate="tanh"), gelu_tanh_twin, [x])
 
 
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_of_a_0d_tensor_stays_0d(approximate):
+    x = Tensor(np.array(0.5), requires_grad=True)
+    y = F.gelu(x, approximate=approximate)
+    y.backward()
+    assert y.shape == () and x.grad.shape == ()
+
+
 def test_gelu_tanh_of_a_non_contiguous_view_in_pieces():
     x = np.random.default_rng(1).standard_normal((3, 2 * kernels.PIECE // 3 + 7))
     assert_same(lambda a: F.gelu(a.transpose(0, 1), approximate="tanh"),
