@@ -48,7 +48,9 @@ def test_records_are_the_softmax_of_the_layer_inputs():
         model(x)
     attn = model.blocks[0].attn
     h = model.blocks[0].norm1(model.tok_emb(x) + model.pos_emb(mg.arange(5)))
-    q, k = attn._heads(attn.q_proj(h)).data, attn._heads(attn.k_proj(h)).data  # (1, H, T, D)
+    H = attn.num_heads
+    q, k = (p(h).data.reshape(1, 5, H, -1).transpose(0, 2, 1, 3)  # (1, H, T, D)
+            for p in (attn.q_proj, attn.k_proj))
     s = q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1]) + np.triu(np.full((5, 5), -np.inf), 1)
     expected = np.exp(s - s.max(-1, keepdims=True))
     np.testing.assert_allclose(maps[0].weights, expected / expected.sum(-1, keepdims=True), atol=1e-5)
