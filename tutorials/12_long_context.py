@@ -230,9 +230,9 @@ if HAVE_MATPLOTLIB:
 # backward recomputes them), but the tiled kernel's tiles stay in the processor's cache while
 # the untiled kernel streams T x T arrays through memory several times, so for long sequences
 # the tiled kernel is also the faster one. For short ones `A` fits in cache and the single
-# block wins: `F.scaled_dot_product_attention` switches to the tiled kernel from 2^20 scores
-# (B * H * Tq * Tk) on, and keeps the untiled one whenever it needs `A` itself (dropout on the
-# weights, `need_weights=True`, `nn.record_attention`).
+# block wins: `F.scaled_dot_product_attention` switches to the tiled kernel from 2^18 scores
+# (B * H * Tq * Tk) on, when both lengths are at least 129, and keeps the untiled one whenever
+# it needs `A` itself (dropout on the weights, `need_weights=True`, `nn.record_attention`).
 #
 # `python benchmarks/attention_scaling.py` extends the table to T = 4096 and compares with
 # PyTorch's `scaled_dot_product_attention`, each kernel's memory measured in its own process.
