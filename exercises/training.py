@@ -35,8 +35,9 @@ def swapped(replacements: dict[str, Callable[..., Tensor]]) -> Iterator[None]:
 
 
 def attention_from(attend: Callable[..., Tensor]) -> dict[str, Callable[..., Tensor]]:
-    """F.scaled_dot_product_attention calling `attend(q, k, v, allowed)` (allowed: bool or None)."""
-    original = F.scaled_dot_product_attention
+    """F.scaled_dot_product_attention calling `attend(q, k, v, allowed)` (allowed: bool or None),
+    and F.packed_self_attention (what GPT's training step calls) splitting the heads for it."""
+    original, original_packed = F.scaled_dot_product_attention, F.packed_self_attention
     inside: list[bool] = []  # a student's op that itself calls F.scaled_dot_product_attention
 
     def student(q: Tensor, k: Tensor, v: Tensor, mask: Any = None, is_causal: bool = False,
@@ -54,7 +55,17 @@ def attention_from(attend: Callable[..., Tensor]) -> dict[str, Callable[..., Ten
         finally:
             inside.pop()
 
-    return {"scaled_dot_product_attention": student}
+    def packed(qkv: Tensor, num_heads: int, mask: Any = None, is_causal: bool = False, dropout_p: float = 0.0,
+               scale: float | None = None, need_weights: bool = False) -> Tensor:
+        if dropout_p or need_weights or scale is not None:
+            return original_packed(qkv, num_heads, mask=mask, is_causal=is_causal, dropout_p=dropout_p,
+                                   scale=scale, need_weights=need_weights)
+        B, T, E = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
+        q, k, v = qkv.reshape(B, T, 3, num_heads, E // num_heads).permute(2, 0, 3, 1, 4)  # (B, H, T, D)
+        out = student(q, k, v, mask=mask, is_causal=is_causal)
+        return out.transpose(1, 2).reshape(B, T, E)
+
+    return {"scaled_dot_product_attention": student, "packed_self_attention": packed}
 
 
 def losses(replacements: dict[str, Callable[..., Tensor]], steps: int = STEPS) -> list[float]:

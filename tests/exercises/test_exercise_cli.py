@@ -169,7 +169,8 @@ def test_the_transformer_pieces_can_train():
 def test_train_gives_the_same_loss_curve(capsys, tmp_path, task):
     import minigrad.nn.functional as F
 
-    before = {n: getattr(F, n) for n in ("scaled_dot_product_attention", "layer_norm", "cross_entropy")}
+    before = {n: getattr(F, n) for n in ("scaled_dot_product_attention", "packed_self_attention", "layer_norm",
+                                         "cross_entropy")}
     shutil.copy(CORRECT / f"{task}.py", tmp_path)
     t0 = time.perf_counter()
     code, out = run(capsys, "check", task, "--dir", str(tmp_path), "--train")
@@ -177,6 +178,24 @@ def test_train_gives_the_same_loss_curve(capsys, tmp_path, task):
     assert code == 0, out
     assert "the loss curves agree" in out and "step   reference   yours" in out
     assert before == {n: getattr(F, n) for n in before}  # the library's kernels are back
+
+
+def test_train_runs_the_students_attention_inside_the_gpt():
+    """GPT's training step attends through F.packed_self_attention: `--train` reaches the
+    student's op there too, so a wrong one changes the loss curve."""
+    import minigrad.nn.functional as F
+    from minigrad.exercises.training import attention_from, losses
+
+    shapes = []
+
+    def wrong(q, k, v, allowed):
+        shapes.append(q.shape)
+        return F.scaled_dot_product_attention(q, k, v, mask=allowed) * 0.5
+
+    reference, mine = losses({}, steps=2), losses(attention_from(wrong), steps=2)
+    assert shapes and all(len(s) == 4 for s in shapes)  # (B, H, T, D): heads split for it
+    assert mine[1] != reference[1]
+    assert F.packed_self_attention.__module__ == "minigrad.nn.fused_attention"  # put back
 
 
 def test_train_waits_for_the_other_checks(capsys, tmp_path):
