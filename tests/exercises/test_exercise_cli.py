@@ -169,8 +169,8 @@ def test_the_transformer_pieces_can_train():
 def test_train_gives_the_same_loss_curve(capsys, tmp_path, task):
     import minigrad.nn.functional as F
 
-    before = {n: getattr(F, n) for n in ("scaled_dot_product_attention", "packed_self_attention", "layer_norm",
-                                         "cross_entropy")}
+    names = ("scaled_dot_product_attention", "packed_self_attention", "layer_norm", "cross_entropy")
+    before = {n: getattr(F, n) for n in names}
     shutil.copy(CORRECT / f"{task}.py", tmp_path)
     t0 = time.perf_counter()
     code, out = run(capsys, "check", task, "--dir", str(tmp_path), "--train")
