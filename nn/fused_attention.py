@@ -383,15 +383,20 @@ def scaled_dot_product_attention(
         return tiled_attention(q, k, v, mask, is_causal, scale)
     bias, allowed = _prepare("scaled_dot_product_attention", q, k, v, mask, is_causal, dropout_p)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    # A recorder needs the weights too: ask the kernel for its copy only while one is open.
-    sink: list[np.ndarray] | None = [] if need_weights or _recorders else None
     inputs = (q, k, v) if bias is None else (q, k, v, bias)
-    out = Attention.apply(*inputs, allowed=allowed, scale=scale, dropout_p=dropout_p, weights_out=sink)
+    return _apply_and_record(Attention, inputs, "scaled_dot_product_attention", need_weights,
+                             allowed=allowed, scale=scale, dropout_p=dropout_p)
+
+
+def _apply_and_record(kernel: type[Function], inputs: tuple, source: str, need_weights: bool,
+                      **options: Any) -> Tensor | tuple[Tensor, Tensor]:
+    """kernel.apply(*inputs, **options), asking it for a copy of the weights when they are
+    returned (need_weights) or an open `nn.record_attention` wants them, and only then."""
+    sink: list[np.ndarray] | None = [] if need_weights or _recorders else None
+    out = kernel.apply(*inputs, weights_out=sink, **options)
     if _recorders:
-        _record(sink[0], "scaled_dot_product_attention")
-    if need_weights:
-        return out, Tensor(sink[0])
-    return out
+        _record(sink[0], source)
+    return (out, Tensor(sink[0])) if need_weights else out
 
 
 def tiled_attention(
@@ -451,15 +456,9 @@ def packed_self_attention(
     heads = Tensor(np.empty((B, num_heads, T, 0), qkv.dtype))  # shapes only, for _prepare's checks
     bias, allowed = _prepare(name, heads, heads, heads, mask, False, dropout_p)
     scale = 1.0 / math.sqrt(E // num_heads) if scale is None else float(scale)
-    sink: list[np.ndarray] | None = [] if need_weights or _recorders else None
     inputs = (qkv,) if bias is None else (qkv, bias)
-    out = PackedAttention.apply(*inputs, heads=num_heads, allowed=allowed, causal=is_causal, scale=scale,
-                                dropout_p=dropout_p, weights_out=sink)
-    if _recorders:
-        _record(sink[0], name)
-    if need_weights:
-        return out, Tensor(sink[0])
-    return out
+    return _apply_and_record(PackedAttention, inputs, name, need_weights, heads=num_heads, allowed=allowed,
+                             causal=is_causal, scale=scale, dropout_p=dropout_p)
 
 
 def _scale_name(scale: float, d: int) -> str:
