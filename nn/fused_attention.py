@@ -3,7 +3,9 @@ readable twin `attention_reference`, composed from Tensor ops, that the tests co
 
 The mask rule (True = may attend) is stated in `minigrad.nn.attention`. `_recorders` is
 where `nn.record_attention` listens. Long sequences go to `TiledAttention` (tiled_attention.py),
-which never stores the (Tq, Tk) weights; `tiled_attention` calls it directly.
+which never stores the (Tq, Tk) weights; `tiled_attention` calls it directly. `PackedAttention`
+(`packed_self_attention`) runs either kernel on q, k and v packed in one array, splitting and
+merging the heads itself, for self-attention layers.
 """
 
 from __future__ import annotations
