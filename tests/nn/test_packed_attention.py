@@ -181,6 +181,24 @@ def test_packed_long_sequences_take_the_tiled_kernel_and_save_nothing_t_by_t(mon
     np.testing.assert_allclose(x.grad, ref_x.grad, rtol=1e-9, atol=1e-12)
 
 
+def test_packed_tiled_with_a_learned_bias_matches_separate_heads(monkeypatch):
+    monkeypatch.setattr(fused_attention, "TILED_MIN_SCORES", 0)
+    rng = np.random.default_rng(5)
+    T = fused_attention.TILED_MIN_LENGTH + 2
+    qkv, bias = rng.standard_normal((1, T, 12)), rng.standard_normal((T, T))
+    g = rng.standard_normal((1, T, 4))
+    results = []
+    for fn in (packed_self_attention, split_heads_attention):
+        x, b = mg.tensor(qkv, requires_grad=True), mg.tensor(bias, requires_grad=True)
+        out = fn(x, 2, mask=b, is_causal=True)
+        out.backward(g)
+        results.append((out.data, x.grad, b.grad))
+        if fn is packed_self_attention:
+            assert type(out.grad_fn.inner) is TiledAttention
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
 def test_packed_frees_its_arrays_after_backward():
     x = mg.randn(1, 4, 6, requires_grad=True)
     out = packed_self_attention(x, 1, is_causal=True)
