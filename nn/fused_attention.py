@@ -18,7 +18,7 @@ import numpy as np
 from minigrad import Function, Tensor
 from minigrad.random import generator
 
-from .tiled_attention import _LOG2E, BLOCK_K, BLOCK_Q, TiledAttention
+from .tiled_attention import _LOG2E, BLOCK_K, BLOCK_Q, TiledAttention, _with_column
 
 # scaled_dot_product_attention takes the tiled kernel from this many scores (B * H * Tq * Tk)
 # on, when Tq and Tk are both at least TILED_MIN_LENGTH: below that A fits in cache and the
@@ -188,15 +188,6 @@ def _first_key_weights(q, k, v, allowed, scale):
     return e, acc[..., :-1] * (1 / total), total
 
 
-def _with_column(x: np.ndarray, column) -> np.ndarray:
-    """[x, column]: x (..., T, f) with one more feature, a constant or a (..., T, 1) array."""
-    lead = x.shape[:-1] if np.isscalar(column) else np.broadcast_shapes(x.shape[:-1], column.shape[:-1])
-    out = np.empty(lead + (x.shape[-1] + 1,), x.dtype)
-    out[..., :-1] = x
-    out[..., -1:] = column
-    return out
-
-
 def _with_column_t(x: np.ndarray, column) -> np.ndarray:
     """[x, column]^T (or x^T for column None) as a contiguous (..., f (+ 1), T) array: numpy
     multiplies batches of small matrices about 2x faster from it than from a transposed view."""
@@ -322,7 +313,13 @@ def _prepare(name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, is_causal: b
         ) from None
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"{name}: dropout_p must be in [0, 1], got {dropout_p}")
-    scores = lead + (q.shape[-2], k.shape[-2])
+    return _split_mask(name, mask, lead + (q.shape[-2], k.shape[-2]), is_causal)
+
+
+def _split_mask(name: str, mask: Any, scores: tuple[int, ...],
+                is_causal: bool) -> tuple[Tensor | None, np.ndarray | None]:
+    """The mask (checked to broadcast to the scores' shape) as an additive float bias or a
+    bool `allowed`, with the causal mask folded into `allowed` when is_causal."""
     bias = allowed = None
     if mask is not None:
         m = mask if isinstance(mask, Tensor) else Tensor(np.asarray(mask))
@@ -340,7 +337,7 @@ def _prepare(name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, is_causal: b
         else:
             raise TypeError(f"{name}: the mask must be bool (True = may attend) or float, not {m.dtype}")
     if is_causal:
-        causal = _causal(q.shape[-2], k.shape[-2])
+        causal = _causal(scores[-2], scores[-1])
         allowed = causal if allowed is None else allowed & causal
     return bias, allowed
 
@@ -454,9 +451,10 @@ def packed_self_attention(
     if qkv.ndim != 3 or qkv.shape[-1] % (3 * num_heads):
         raise ValueError(f"{name}: qkv must have shape (B, T, 3 * E) with E divisible by "
                          f"num_heads {num_heads}, got {qkv.shape}")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"{name}: dropout_p must be in [0, 1], got {dropout_p}")
     B, T, E = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
-    heads = Tensor(np.empty((B, num_heads, T, 0), qkv.dtype))  # shapes only, for _prepare's checks
-    bias, allowed = _prepare(name, heads, heads, heads, mask, False, dropout_p)
+    bias, allowed = _split_mask(name, mask, (B, num_heads, T, T), False)  # causal: the kernel's own
     scale = 1.0 / math.sqrt(E // num_heads) if scale is None else float(scale)
     inputs = (qkv,) if bias is None else (qkv, bias)
     return _apply_and_record(PackedAttention, inputs, name, need_weights, heads=num_heads, allowed=allowed,

@@ -93,14 +93,14 @@ class TiledAttention(Function):
         # A column of ones after V makes P [V, 1] = [P V, rowsum(P)]: the sum l rides along in
         # the matmul instead of costing a pass over P. And [Q*scale, -m] [K, 1]^T = S - m: the
         # shortcut below gets S - m straight from the matmul (with 0 for -m, plain S).
-        k1t, v1 = _append_t(kf, 1, tiles.bk), _append(vf, 1)  # blocks of [K, 1]^T, (N, Tk, dv + 1)
+        k1t, v1 = _append_t(kf, 1, tiles.bk), _with_column(vf, 1)  # blocks of [K, 1]^T, (N, Tk, dv + 1)
         for i0, i1 in tiles.query_blocks():
             acc = acc_l[:, i0:i1]
             qi = qf[:, i0:i1] * dtype.type(scale)  # Q_I * scale
             m = tiles.first_scores(qi, kf, i0, i1)  # (N, bq, 1): -inf, or S_i0 (below)
             if not _fixed_reference(tiles, acc, m, qi, k1t, v1, i0, i1):
                 acc[...], m[...] = 0, -np.inf  # 1.
-                q_0 = _append(qi, 0)  # [Q_I * scale, 0] [K_J, 1]^T = S_IJ
+                q_0 = _with_column(qi, 0)  # [Q_I * scale, 0] [K_J, 1]^T = S_IJ
                 for j0, j1 in tiles.key_blocks(i0, i1):
                     s = tiles.scores(q_0, tiles.key_tile(k1t, j0, j1), i0, i1, j0, j1)
                     if s is None:
@@ -144,9 +144,9 @@ class TiledAttention(Function):
                 gi, dqi = g[:, i0:i1], None if dq is None else dq[:, i0:i1]
                 qi = qf[:, i0:i1] * out.dtype.type(ctx.scale)  # Q_I * scale
                 d_row = (gi * out[:, i0:i1]).sum(axis=-1, keepdims=True)  # D_I = rowsum(g_I * O_I)
-                q_l = _append(qi, -lse[:, i0:i1])  # (N, bq, d + 1)
+                q_l = _with_column(qi, -lse[:, i0:i1])  # (N, bq, d + 1)
                 q_l *= _LOG2E  # for `exp_scores`
-                g_d = _append(gi, -d_row)  # (N, bq, dv + 1)
+                g_d = _with_column(gi, -d_row)  # (N, bq, dv + 1)
                 for j0, j1 in tiles.key_blocks(i0, i1):
                     a = tiles.exp_scores(q_l, tiles.key_tile(k1t, j0, j1), i0, i1, j0, j1)
                     if a is None:
@@ -188,7 +188,7 @@ def _fixed_reference(tiles, acc, m, q_blk, k1t, v1, i0, i1) -> bool:
     """
     if not np.isfinite(m).all():  # some row has no reference score
         return False
-    q_m = _append(q_blk, -m)  # [Q_I * scale, -m] [K_J, 1]^T = S_IJ - m, from the matmul itself
+    q_m = _with_column(q_blk, -m)  # [Q_I * scale, -m] [K_J, 1]^T = S_IJ - m, from the matmul itself
     q_m *= _LOG2E  # for `exp_scores`
     part = None
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught just below
@@ -344,11 +344,13 @@ class _Tiles:
         target += ds4.sum(axis=axes, keepdims=True) if axes else ds4
 
 
-def _append(x: np.ndarray, column) -> np.ndarray:
-    """[x, column]: x (N, T, f) with one more feature, a constant or an (N, T, 1) array."""
-    out = np.empty(x.shape[:2] + (x.shape[2] + 1,), x.dtype)
-    out[:, :, :-1] = x
-    out[:, :, -1:] = column
+def _with_column(x: np.ndarray, column) -> np.ndarray:
+    """[x, column]: x (..., T, f) with one more feature, a constant or a (..., T, 1) array
+    (leading axes broadcast)."""
+    lead = x.shape[:-1] if np.isscalar(column) else np.broadcast_shapes(x.shape[:-1], column.shape[:-1])
+    out = np.empty(lead + (x.shape[-1] + 1,), x.dtype)
+    out[..., :-1] = x
+    out[..., -1:] = column
     return out
 
 
