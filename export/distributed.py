@@ -19,7 +19,6 @@ resumed run draws other dropout masks than an uninterrupted one (the GPT presets
 
 from __future__ import annotations
 
-import csv
 import inspect
 import os
 import signal
@@ -41,6 +40,7 @@ from minigrad.models.train import (
     TrainConfig,
     TrainingInterrupted,
     _CtrlC,
+    _log_step,
     _start_log,
     make_optimizer,
     read_checkpoint,
@@ -239,17 +239,11 @@ def _train(rank: int, world: int, recipe: Any, job: dict, interrupted: Any) -> d
         if rank:
             continue
         bar.set_postfix(loss=f"{value:.3f}", lr=f"{lr:.1e}")
-        row = [done, f"{value:.5f}", "", f"{lr:.3e}", f"{time.perf_counter() - t0:.2f}"]
-        evaluate = done % cfg.eval_every == 0 or done == cfg.steps
-        if evaluate:
-            recipe.model.load_state_dict(state_dict_from_torch(net.state_dict(), recipe.model))
-            metrics = {"step": done, **recipe.evaluate(cfg.eval_batches)}
-            history.append(metrics)
-            row[2] = f"{metrics.get('val_loss', float('nan')):.5f}"
-            say(f"step {done}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if k != "step"))
-        with open(log_path, "a", newline="") as f:
-            csv.writer(f).writerow(row)
-        if evaluate:
+        evaluated = _log_step(log_path, done, value, lr, time.perf_counter() - t0, cfg, recipe, history, say,
+                              before_eval=lambda: recipe.model.load_state_dict(
+                                  state_dict_from_torch(net.state_dict(), recipe.model)))
+        if evaluated is not None:
+            metrics = evaluated
             save(done)
     bar.close()
     return {"metrics": metrics, "interrupted": None}

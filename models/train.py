@@ -10,7 +10,7 @@ import signal
 import threading
 import time
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from tqdm import tqdm
@@ -169,19 +169,33 @@ def train(recipe: Any, cfg: TrainConfig, out_dir: str, resume: str | None = None
             sched.step()
             value, lr, done = loss.item(), sched.get_last_lr()[0], step + 1
             bar.set_postfix(loss=f"{value:.3f}", lr=f"{lr:.1e}")
-            row = [done, f"{value:.5f}", "", f"{lr:.3e}", f"{time.perf_counter() - t0:.2f}"]
-            evaluate = done % cfg.eval_every == 0 or done == cfg.steps
-            if evaluate:
-                metrics = {"step": done, **recipe.evaluate(cfg.eval_batches)}
-                history.append(metrics)
-                row[2] = f"{metrics.get('val_loss', float('nan')):.5f}"
-                log(f"step {done}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if k != "step"))
-            with open(log_path, "a", newline="") as f:
-                csv.writer(f).writerow(row)
-            if evaluate:  # after the log row, so a resumed run's log continues where this stops
+            evaluated = _log_step(log_path, done, value, lr, time.perf_counter() - t0, cfg, recipe, history,
+                                  log)
+            if evaluated is not None:  # after the log row, so a resumed run's log continues where this stops
+                metrics = evaluated
                 save_checkpoint(ckpt_path, recipe, opt, sched, done, cfg, data_rng, history,
                                 seconds=time.perf_counter() - t0)
     bar.close()
+    return metrics
+
+
+def _log_step(path: str, done: int, loss: float, lr: float, seconds: float, cfg: TrainConfig, recipe: Any,
+              history: list, say: Callable[[str], Any],
+              before_eval: Callable[[], Any] | None = None) -> dict | None:
+    """Append step `done`'s row to log.csv, evaluating first when it is an evaluation step
+    (every cfg.eval_every steps, and the last): the new metrics (also appended to `history`
+    and said), or None when it did not evaluate. `before_eval` runs just before evaluating."""
+    row = [done, f"{loss:.5f}", "", f"{lr:.3e}", f"{seconds:.2f}"]
+    metrics = None
+    if done % cfg.eval_every == 0 or done == cfg.steps:
+        if before_eval is not None:
+            before_eval()
+        metrics = {"step": done, **recipe.evaluate(cfg.eval_batches)}
+        history.append(metrics)
+        row[2] = f"{metrics.get('val_loss', float('nan')):.5f}"
+        say(f"step {done}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if k != "step"))
+    with open(path, "a", newline="") as f:
+        csv.writer(f).writerow(row)
     return metrics
 
 
