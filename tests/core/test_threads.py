@@ -38,8 +38,9 @@ def wait(event):
     assert event.wait(TIMEOUT), "timed out waiting for the other thread"
 
 
-def test_no_grad_in_one_thread_does_not_stop_recording_in_another():
-    inside, done = threading.Event(), threading.Event()
+def held_in_no_grad(inside, done):
+    """A function that enters no_grad, signals `inside`, waits for `done`, and returns whether
+    grad mode was enabled there (False)."""
 
     def quiet():
         with mg.no_grad():
@@ -47,7 +48,12 @@ def test_no_grad_in_one_thread_does_not_stop_recording_in_another():
             wait(done)
             return mg.is_grad_enabled()
 
-    worker = Worker(quiet)
+    return quiet
+
+
+def test_no_grad_in_one_thread_does_not_stop_recording_in_another():
+    inside, done = threading.Event(), threading.Event()
+    worker = Worker(held_in_no_grad(inside, done))
     worker.start()
     wait(inside)
     w = mg.tensor([1.0, 2.0], requires_grad=True)
@@ -115,14 +121,7 @@ def test_a_context_copied_into_another_thread_cannot_change_this_threads_grad_mo
     with mg.enable_grad():  # this thread has a state of its own now
         context = contextvars.copy_context()
     inside, done = threading.Event(), threading.Event()
-
-    def quiet():
-        with mg.no_grad():
-            inside.set()
-            wait(done)
-            return mg.is_grad_enabled()
-
-    worker = Worker(lambda: context.run(quiet))
+    worker = Worker(lambda: context.run(held_in_no_grad(inside, done)))
     worker.start()
     wait(inside)
     enabled_here = mg.is_grad_enabled()
