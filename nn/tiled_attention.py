@@ -233,12 +233,6 @@ class _Tiles:
         end = self.tk if self.offset is None else max(0, min(self.tk, i1 + self.offset))
         return [(j0, min(j0 + self.bk, end)) for j0 in range(0, end, self.bk)]
 
-    def query_blocks_for(self, j0, j1):
-        """Query blocks that may see keys j0..j1-1: with a causal offset, from query j0 - offset on."""
-        start = 0 if self.offset is None else max(0, j0 - self.offset)
-        start -= start % self.bq  # keep the forward's grid, so both passes see the same tiles
-        return [(i0, min(i0 + self.bq, self.tq)) for i0 in range(start, self.tq, self.bq)]
-
     def scores(self, q_blk, kt_blk, i0, i1, j0, j1):
         """S_IJ = Q_I K_J^T (+ bias_IJ), -inf where masked, as (N, bq, bk); None if all masked."""
         masked = self._mask(i0, i1, j0, j1)
