@@ -220,10 +220,6 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-
-
-
-
 def _by_pieces(fn, inputs: tuple[np.ndarray, ...], outputs: tuple[np.ndarray, ...]) -> None:
     """fn(*input pieces, *output pieces) over matching pieces of same-size arrays: flat views
     of contiguous arrays, so the pieces are contiguous too (0-d arrays are one piece)."""
