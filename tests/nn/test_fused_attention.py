@@ -21,14 +21,17 @@ def attention_case(draw, max_side=3):
     q = draw(arrays(lead_q + (tq, d), -2, 2))
     k = draw(arrays(lead_k + (tk, d), -2, 2))
     v = draw(arrays(lead_v + (tk, dv), -2, 2))
-    mask_shape = draw(st.sampled_from([(tq, tk), (1, tk), (tq, 1), (1, tq, tk)]))
-    kind = draw(st.sampled_from(["none", "bool", "float"]))
-    mask = None
-    if kind == "bool":
-        mask = draw(hnp.arrays(np.bool_, mask_shape))
-    elif kind == "float":
-        mask = draw(arrays(mask_shape, -2, 2))
+    mask = draw_mask(draw, [(tq, tk), (1, tk), (tq, 1), (1, tq, tk)])
     return q, k, v, mask, draw(st.booleans())
+
+
+def draw_mask(draw, shapes):
+    """No mask, a bool mask or a float mask, of one of `shapes`."""
+    shape = draw(st.sampled_from(shapes))
+    kind = draw(st.sampled_from(["none", "bool", "float"]))
+    if kind == "bool":
+        return draw(hnp.arrays(np.bool_, shape))
+    return draw(arrays(shape, -2, 2)) if kind == "float" else None
 
 
 def _run(fn, q, k, v, mask, is_causal, g, **kw):

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from test_fused_attention import draw_mask
 
 import minigrad as mg
 import minigrad.nn as nn
@@ -97,13 +98,7 @@ def packed_case(draw):
     b, t = draw(st.integers(1, 2)), draw(st.integers(1, 5))
     heads, d = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     qkv = draw(arrays((b, t, 3 * heads * d), -2, 2))
-    shape = draw(st.sampled_from([(t, t), (1, t), (t, 1), (b, 1, 1, t), (1, heads, t, t)]))
-    kind = draw(st.sampled_from(["none", "bool", "float"]))
-    mask = None
-    if kind == "bool":
-        mask = draw(hnp.arrays(np.bool_, shape))
-    elif kind == "float":
-        mask = draw(arrays(shape, -2, 2))
+    mask = draw_mask(draw, [(t, t), (1, t), (t, 1), (b, 1, 1, t), (1, heads, t, t)])
     return qkv, heads, mask, draw(st.booleans())
 
 
