@@ -63,6 +63,10 @@ class TiledAttention(Function):
             dS_IJ = A_IJ * (dA_IJ - D_I)                     3. softmax, as in `Attention`
             dQ_I += dS_IJ K_J * scale,  dK_J += dS_IJ^T Q_I * scale,  dbias_IJ = dS_IJ   4.
         Each sum over tiles is a sum over j (for dQ) or over i (for dK, dV) split in pieces.
+        The loop takes key blocks outside and query blocks inside (FlashAttention-2's order):
+        dK_J and dV_J then sum in two small arrays that stay in cache and are written once,
+        and only dQ_I is read and written again per tile. (At T = 1024 ... 4096, one thread,
+        this order took 2-6% less time than query blocks outside.)
     The backward and the forward's shortcut take exp(x) as 2**(x log2(e)), which numpy computes
     faster (`_Tiles.exp_scores`).
 
@@ -133,40 +137,47 @@ class TiledAttention(Function):
         need_ds = need_q or need_k or need_bias
         g = np.ascontiguousarray(g.reshape(out.shape), dtype=out.dtype)  # (N, Tq, dv)
         dq = np.zeros_like(qf) if need_q else None
-        dk = np.zeros_like(kf) if need_k else None
+        dk = np.zeros_like(kf) if need_k else None  # keys no query sees keep 0
         dv = np.zeros_like(vf) if need_v else None
         dbias = np.zeros(tiles.bias.shape, out.dtype) if need_bias else None
         # Two more columns fold the subtractions into the matmuls: [Q*scale, -L] [K, 1]^T = S - L
         # and [g, -D] [V, 1]^T = dA - D, so no pass over a tile is spent on them.
+        d_row = np.einsum("nik,nik->ni", g, out)[..., None]  # D = rowsum(g * O), (N, Tq, 1)
+        q_l = _with_column(qf * out.dtype.type(ctx.scale), -lse)  # (N, Tq, d + 1)
+        q_l *= _LOG2E  # for `exp_scores`
+        g_d = _with_column(g, -d_row)  # (N, Tq, dv + 1)
         k1t, v1t = _append_t(kf, 1, tiles.bk), _append_t(vf, 1, tiles.bk)  # blocks of [K, 1]^T, [V, 1]^T
+        # Key blocks outside, query blocks inside (FlashAttention-2's order for the backward):
+        # dK_J and dV_J are summed in two small arrays that stay in cache, written out once.
         with np.errstate(over="ignore"):  # only masked scores can overflow in exp, and are then set to 0
-            for i0, i1 in tiles.query_blocks():  # the forward's tiles, in the forward's order
-                gi, dqi = g[:, i0:i1], None if dq is None else dq[:, i0:i1]
-                qi = qf[:, i0:i1] * out.dtype.type(ctx.scale)  # Q_I * scale
-                d_row = (gi * out[:, i0:i1]).sum(axis=-1, keepdims=True)  # D_I = rowsum(g_I * O_I)
-                q_l = _with_column(qi, -lse[:, i0:i1])  # (N, bq, d + 1)
-                q_l *= _LOG2E  # for `exp_scores`
-                g_d = _with_column(gi, -d_row)  # (N, bq, dv + 1)
-                for j0, j1 in tiles.key_blocks(i0, i1):
-                    a = tiles.exp_scores(q_l, tiles.key_tile(k1t, j0, j1), i0, i1, j0, j1)
+            for j0, j1 in tiles.key_blocks(0, tiles.tq):
+                dk_j = np.zeros((kf.shape[0], j1 - j0, kf.shape[2]), kf.dtype) if need_k else None
+                dv_j = np.zeros((vf.shape[0], j1 - j0, vf.shape[2]), vf.dtype) if need_v else None
+                for i0, i1 in tiles.query_blocks_seeing(j0):
+                    a = tiles.exp_scores(q_l[:, i0:i1], tiles.key_tile(k1t, j0, j1), i0, i1, j0, j1)
                     if a is None:
                         continue  # A_IJ = exp(S_IJ - L_I), recomputed; None: every score masked
                     if need_v:
-                        dv[:, j0:j1] += a.transpose(0, 2, 1) @ gi  # 1. dV_J += A_IJ^T g_I
+                        dv_j += a.transpose(0, 2, 1) @ g[:, i0:i1]  # 1. dV_J += A_IJ^T g_I
                     if not need_ds:
                         continue
                     ds = tiles.buffer(1, a.shape)
-                    np.matmul(g_d, tiles.key_tile(v1t, j0, j1), out=ds)  # 1. dA_IJ - D_I
+                    np.matmul(g_d[:, i0:i1], tiles.key_tile(v1t, j0, j1), out=ds)  # 1. dA_IJ - D_I
                     ds *= a  # 3. dS = A * (dA - D)
                     if need_bias:
                         tiles.add_bias_grad(dbias, ds, i0, i1, j0, j1)
                     if need_q:
-                        dqi += ds @ kf[:, j0:j1]  # 4. dQ_I += dS K_J (* scale, below)
+                        dq[:, i0:i1] += ds @ kf[:, j0:j1]  # 4. dQ_I += dS K_J (* scale, below)
                     if need_k:
-                        dk[:, j0:j1] += ds.transpose(0, 2, 1) @ qi  # 4. dK_J += dS^T (Q_I * scale)
+                        dk_j += ds.transpose(0, 2, 1) @ qf[:, i0:i1]  # 4. dK_J += dS^T Q_I (* scale)
+                if need_k:
+                    dk[:, j0:j1] = dk_j
+                if need_v:
+                    dv[:, j0:j1] = dv_j
         tiles.release()
-        if dq is not None:
-            dq *= dq.dtype.type(ctx.scale)
+        for x in (dq, dk):
+            if x is not None:
+                x *= x.dtype.type(ctx.scale)
         grads = tuple(None if x is None else x.reshape(lead + shape[-2:])
                       for x, shape in ((dq, q_shape), (dk, k_shape), (dv, v_shape)))
         if len(ctx.needs_input_grad) > 3:
@@ -232,6 +243,12 @@ class _Tiles:
         """Key blocks that queries i0..i1-1 may see: with a causal offset, none past i1 - 1 + offset."""
         end = self.tk if self.offset is None else max(0, min(self.tk, i1 + self.offset))
         return [(j0, min(j0 + self.bk, end)) for j0 in range(0, end, self.bk)]
+
+    def query_blocks_seeing(self, j0):
+        """Query blocks that may see key j0 or later: with a causal offset, those whose last
+        query i1 - 1 has i1 - 1 + offset >= j0."""
+        return [(i0, i1) for i0, i1 in self.query_blocks()
+                if self.offset is None or i1 - 1 + self.offset >= j0]
 
     def scores(self, q_blk, kt_blk, i0, i1, j0, j1):
         """S_IJ = Q_I K_J^T (+ bias_IJ), -inf where masked, as (N, bq, bk); None if all masked."""
