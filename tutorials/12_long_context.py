@@ -127,9 +127,10 @@ for name, out in [("untiled", Attention.apply(*qkv, scale=32 ** -0.5)),
     assert (largest >= 4 * T * T) == (name == "untiled")
 
 # %% [markdown]
-# (The tiled kernel keeps q, k, v flattened to (B*H, T, d), with q already multiplied by the
-# scale, then O and L.) Backward then walks the same tiles as forward; per tile it needs two
-# more (block_q, block_k) arrays, never a (T, T) one.
+# (The tiled kernel keeps q, k, v flattened to (B*H, T, d), then O and L.) Backward then walks
+# the same tiles as forward, in another order: key blocks outside, query blocks inside, so that
+# each key block's dK and dV add up in two small arrays. Per tile it needs two more
+# (block_q, block_k) arrays, never a (T, T) one.
 #
 # ## 4. The causal mask as skipped tiles
 #
