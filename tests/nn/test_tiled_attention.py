@@ -3,7 +3,7 @@ causal diagonal (also with Tq < Tk), edges, what it saves, and when scaled_dot_p
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -112,6 +112,25 @@ def test_tiled_gradcheck(case):
                                block_size=block)
 
     assert mg.gradcheck(fn, inputs)
+
+
+@given(attention_case(max_side=6), st.lists(st.booleans(), min_size=4, max_size=4), st.data())
+def test_gradients_of_some_inputs_only(case, wanted, data):
+    """Backward computes only what is asked for (dV alone skips dS): each input that requires
+    grad gets the reference's gradient, the others none."""
+    q, k, v, mask, is_causal, block = case
+    g = _upstream(data, case)
+    float_mask = mask is not None and mask.dtype.kind == "f"
+    ts = [mg.tensor(a, requires_grad=w) for a, w in zip((q, k, v), wanted)]
+    m = None if mask is None else mg.tensor(mask, requires_grad=float_mask and wanted[3])
+    assume(any(t.requires_grad for t in ts + [m] if t is not None))
+    tiled_attention(*ts, mask=m, is_causal=is_causal, block_size=block).backward(g)
+    _, ref_grads = _run(attention_reference, q, k, v, mask, g, is_causal=is_causal)
+    for t, want in zip(ts + [m], ref_grads + [None]):
+        if t is None or not t.requires_grad:
+            assert t is None or t.grad is None
+        else:
+            np.testing.assert_allclose(t.grad, want, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("block", [(1, 1), (2, 3), (64, 64)], ids=["1x1", "2x3", "one-tile"])
