@@ -53,11 +53,16 @@ class CausalSelfAttention(nn.Module):
             y = F.packed_self_attention(qkv, H, is_causal=True,
                                         dropout_p=self.dropout if self.training else 0.0)  # (B, T, C)
             return self.resid_dropout(self.out_proj(y))
-        q, k, v = qkv.reshape(B, T, 3, H, C // H).permute(2, 0, 3, 1, 4)  # each (B, H, T, D)
+        # Generation. No graph is wanted here, so the heads are split and merged on the arrays
+        # themselves: a step of one token then runs as few ops as a step without the cache.
+        if mg.is_grad_enabled() and qkv.requires_grad:
+            raise RuntimeError("GPT: the KV cache is for generation; run cached steps under mg.no_grad()")
+        q, k, v = qkv.data.reshape(B, T, 3, H, C // H).transpose(2, 0, 3, 1, 4)  # each (B, H, T, D)
         # Keys and values of earlier tokens come from the cache; the T new queries see
         # every cached key and, among the new ones, those at or before their position.
         n = cache.get("length", 0)
         k, v = _cache_append(cache, k, v)  # (B, H, S, D), S = n + T
+        q, k, v = Tensor(q), Tensor(k), Tensor(v)
         if T == 1:  # one new token sees everything
             y = F.scaled_dot_product_attention(q, k, v)
         elif n == 0:  # the prompt: plain causal attention
@@ -65,19 +70,16 @@ class CausalSelfAttention(nn.Module):
         else:
             allowed = np.tril(np.ones((T, n + T), dtype=bool), k=n)  # (T, S)
             y = F.scaled_dot_product_attention(q, k, v, mask=mg.tensor(allowed))
-        y = y.transpose(1, 2).reshape(B, T, C)  # (B, T, C): heads side by side again
-        return self.resid_dropout(self.out_proj(y))
+        y = y.data.transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, T, C): heads side by side again
+        return self.resid_dropout(self.out_proj(Tensor(y)))
 
 
-def _cache_append(cache: dict, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+def _cache_append(cache: dict, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Write the new keys and values (B, H, T, D) after the cached ones; return views of all.
 
     The buffers grow geometrically, so a step writes its T rows in place and reads a view:
     no copy of the S cached rows per token (re-concatenating them made a step O(S) copies).
-    A cache is for generation only: gradients do not flow into earlier steps.
     """
-    if mg.is_grad_enabled() and (k.requires_grad or v.requires_grad):
-        raise RuntimeError("GPT: the KV cache is for generation; run cached steps under mg.no_grad()")
     n, T = cache.get("length", 0), k.shape[2]
     buf_k = cache.get("k")
     if buf_k is None or buf_k.shape[2] < n + T or buf_k.shape[:2] != k.shape[:2]:
@@ -87,10 +89,10 @@ def _cache_append(cache: dict, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         if n:
             new_k[:, :, :n], new_v[:, :, :n] = buf_k[:, :, :n], cache["v"][:, :, :n]
         cache["k"], cache["v"] = new_k, new_v
-    cache["k"][:, :, n:n + T] = k.data
-    cache["v"][:, :, n:n + T] = v.data
+    cache["k"][:, :, n:n + T] = k
+    cache["v"][:, :, n:n + T] = v
     cache["length"] = n + T
-    return Tensor(cache["k"][:, :, :n + T]), Tensor(cache["v"][:, :, :n + T])
+    return cache["k"][:, :, :n + T], cache["v"][:, :, :n + T]
 
 
 class MLP(nn.Module):
