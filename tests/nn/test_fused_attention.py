@@ -174,6 +174,30 @@ def test_huge_logits_are_stable(dtype):
     assert all(np.all(np.isfinite(t.grad)) for t in (q, k, v))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("spread", [1.0, 400.0], ids=["plain", "overflowing"])
+def test_one_query_against_many_keys(dtype, spread):
+    """A generated token against a KV cache (Tq = 1, multiplied from views of K and V): values
+    and gradients as the reference's; scores far above the first key's overflow exp and the
+    kernel starts again from the row max."""
+    rng = np.random.default_rng(8)
+    q = rng.standard_normal((2, 3, 1, 4)).astype(dtype)
+    k = (rng.standard_normal((2, 3, 37, 4)) * np.linspace(0, spread, 37)[:, None]).astype(dtype)
+    v, g = rng.standard_normal((2, 3, 37, 5)).astype(dtype), rng.standard_normal((2, 3, 1, 5)).astype(dtype)
+    mask = np.ones((1, 37), dtype=bool)
+    mask[:, 20:25] = False
+    # Scores reach about 10 * spread; both kernels recompute exp from them to that precision.
+    tol = (1e-5 if dtype == np.float32 else 1e-10) * max(1.0, spread)
+    for m in (None, mask):
+        fused, fused_grads = _run(sdpa, q, k, v, m, False, g)
+        ref, ref_grads = _run(attention_reference, q, k, v, m, False, g)
+        assert fused.dtype == dtype and np.isfinite(fused).all()
+        np.testing.assert_allclose(fused, ref, rtol=tol, atol=tol)
+        for a, b in zip(fused_grads, ref_grads):
+            assert np.isfinite(a).all()
+            np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
 def test_causal_property_later_tokens_do_not_change_earlier_outputs():
     rng = np.random.default_rng(6)
     q, k, v = (rng.standard_normal((2, 5, 3)) for _ in range(3))
