@@ -168,6 +168,7 @@ def main() -> None:
     # The frameworks take turns for --rounds rounds and each keeps its best round: on a shared
     # machine a slow spell then hits both alike instead of one of them.
     results: dict[str, dict] = {}
+    per_round: dict[str, list[float]] = {"minigrad": [], "torch": []}
     for _ in range(args.rounds):
         for name in ("minigrad", "torch"):
             if name == "torch" and results.get("torch") is False:
@@ -177,6 +178,7 @@ def main() -> None:
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode == 0:
                 r = json.loads(done.stdout.strip().splitlines()[-1])
+                per_round[name].append(r["ms"])
                 if name not in results or r["ms"] < results[name]["ms"]:
                     results[name] = r
             elif name == "torch" and "No module named 'torch'" in done.stderr:
@@ -198,6 +200,9 @@ def main() -> None:
         same = abs(m["loss"] - t["loss"]) < 1e-4
         print(f"ratio minigrad / torch: time {m['ms'] / t['ms']:.2f}x, RSS {m['rss_mb'] / t['rss_mb']:.2f}x; "
               f"same loss: {'yes' if same else 'NO'}")
+        # How far the machine's speed drifted: the time ratio of each round on its own.
+        rounds = " ".join(f"{a / b:.2f}" for a, b in zip(per_round["minigrad"], per_round["torch"]))
+        print(f"time ratio of each round: {rounds}")
 
 
 if __name__ == "__main__":
