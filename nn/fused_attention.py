@@ -29,7 +29,6 @@ from .tiled_attention import _LOG2E, BLOCK_K, BLOCK_Q, TiledAttention, _with_col
 TILED_MIN_SCORES = 2**18
 TILED_MIN_LENGTH = BLOCK_Q + 1
 
-
 # The open `record_attention` recorders (see attention_maps.py). Mutated in place, never
 # rebound, so modules that import it see the same list; empty unless one is open, so the
 # attention functions pay one `if _recorders:` for the feature.
@@ -176,9 +175,9 @@ def _first_key_weights(q, k, v, allowed, scale):
     # One query (a generated token against a KV cache): copying K and V with their extra
     # columns would cost more than the products it speeds up, so multiply by views instead
     # (one thread, (B, H, D) = (1, 4, 32), against 64 / 1024 keys: 13 / 41 us, copies 33 / 228).
-    few = q.shape[-2] == 1
+    one_query = q.shape[-2] == 1
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught below
-        if few:
+        if one_query:
             e = qc @ _T(k)
             e -= e[..., :1]  # (S - S_i0) log2(e)
         else:
@@ -190,7 +189,7 @@ def _first_key_weights(q, k, v, allowed, scale):
                 np.multiply(e, allowed, out=e)
             else:
                 e = e * allowed
-        if few:
+        if one_query:
             out, total = e @ v, e.sum(axis=-1, keepdims=True)
         else:
             acc = e @ _with_column(v, 1)  # [E V, l]

@@ -147,8 +147,7 @@ class TiledAttention(Function):
         q_l *= _LOG2E  # for `exp_scores`
         g_d = _with_column(g, -d_row)  # (N, Tq, dv + 1)
         k1t, v1t = _append_t(kf, 1, tiles.bk), _append_t(vf, 1, tiles.bk)  # blocks of [K, 1]^T, [V, 1]^T
-        # Key blocks outside, query blocks inside (FlashAttention-2's order for the backward):
-        # dK_J and dV_J are summed in two small arrays that stay in cache, written out once.
+        # Key blocks outside, query blocks inside: see the docstring.
         with np.errstate(over="ignore"):  # only masked scores can overflow in exp, and are then set to 0
             for j0, j1 in tiles.key_blocks(0, tiles.tq):
                 dk_j = np.zeros((kf.shape[0], j1 - j0, kf.shape[2]), kf.dtype) if need_k else None
