@@ -265,4 +265,8 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     return kernels.Dropout.apply(x, p=p)
 
 
-from .fused_attention import packed_self_attention, scaled_dot_product_attention  # noqa: E402, F401
+from .fused_attention import (  # noqa: E402, F401
+    packed_self_attention,
+    scaled_dot_product_attention,
+    tiled_attention,
+)

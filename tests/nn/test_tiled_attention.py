@@ -246,3 +246,13 @@ def test_bad_block_size_is_a_clear_error():
     ts = [mg.randn(4, 3) for _ in range(3)]
     with pytest.raises(ValueError, match=r"tiled attention: block sizes must be positive, got \(0, 2\)"):
         tiled_attention(*ts, block_size=(0, 2))
+
+
+def test_functional_exports_the_tiled_kernel():
+    import minigrad.nn.functional as F
+
+    ts = [mg.randn(2, 5, 3, dtype=np.float64, requires_grad=True) for _ in range(3)]
+    out = F.tiled_attention(*ts, is_causal=True, block_size=(2, 2))
+    assert type(out._node) is TiledAttention
+    np.testing.assert_allclose(out.data, F.scaled_dot_product_attention(*ts, is_causal=True).data,
+                               rtol=1e-12, atol=1e-12)
