@@ -145,9 +145,9 @@ class Pow(Function):
         zero = np.zeros((), dtype=g.dtype)
         da = db = None
         if ctx.needs_input_grad[0]:
-            with np.errstate(divide="ignore", invalid="ignore"):
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 da = g * b * power(a, b - 1)
-            if not b.all():  # a**0 is the constant 1, even at a = 0
+            if not b.all():  # a**0 is the constant 1, even at a = 0 (or tiny a, where a**-1 overflows)
                 da = np.where(b == 0, zero, da)
         if ctx.needs_input_grad[1]:
             with np.errstate(divide="ignore", invalid="ignore"):

@@ -1,6 +1,8 @@
 """Elementwise ops: gradients against finite differences, values against numpy, the edges of
 each domain, reflected operators, the dtype policy and comparisons."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -192,6 +194,14 @@ def test_maximum_tie_splits_gradient_between_tensors():
     mg.maximum(a, b).backward(np.array([2.0, 2.0, 2.0], np.float32))
     np.testing.assert_array_equal(a.grad, [1.0, 0.0, 2.0])
     np.testing.assert_array_equal(b.grad, [1.0, 2.0, 0.0])
+
+
+def test_pow_zero_of_a_tiny_base_has_gradient_zero_without_a_warning():
+    x = mg.tensor(np.array([1e-310, -1e-310, 2.0]), requires_grad=True)  # 1 / x overflows
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (x**0).sum().backward()
+    np.testing.assert_array_equal(x.grad, [0.0, 0.0, 0.0])
 
 
 def test_pow_tensor_exponent_at_zero_base():
