@@ -200,7 +200,7 @@ def test_pow_zero_of_a_tiny_base_has_gradient_zero_without_a_warning():
     x = mg.tensor(np.array([1e-310, -1e-310, 2.0]), requires_grad=True)  # 1 / x overflows
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        (x**0).sum().backward()
+        (x**0).backward(np.array([1.5, -2.0, 3.0]))
     np.testing.assert_array_equal(x.grad, [0.0, 0.0, 0.0])
 
 

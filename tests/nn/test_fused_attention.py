@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
+from maskdraw import draw_mask
 
 import minigrad as mg
 from minigrad.nn.fused_attention import attention_reference, scaled_dot_product_attention
@@ -23,15 +23,6 @@ def attention_case(draw, max_side=3):
     v = draw(arrays(lead_v + (tk, dv), -2, 2))
     mask = draw_mask(draw, [(tq, tk), (1, tk), (tq, 1), (1, tq, tk)])
     return q, k, v, mask, draw(st.booleans())
-
-
-def draw_mask(draw, shapes):
-    """No mask, a bool mask or a float mask, of one of `shapes`."""
-    shape = draw(st.sampled_from(shapes))
-    kind = draw(st.sampled_from(["none", "bool", "float"]))
-    if kind == "bool":
-        return draw(hnp.arrays(np.bool_, shape))
-    return draw(arrays(shape, -2, 2)) if kind == "float" else None
 
 
 def _run(fn, q, k, v, mask, is_causal, g, **kw):

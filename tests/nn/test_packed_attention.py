@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from test_fused_attention import draw_mask
+from maskdraw import draw_mask
 
 import minigrad as mg
 import minigrad.nn as nn

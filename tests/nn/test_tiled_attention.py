@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
+from maskdraw import draw_mask
 
 import minigrad as mg
 from minigrad.nn import fused_attention
@@ -30,13 +30,8 @@ def attention_case(draw, max_side=7):
     q = draw(arrays(lead_q + (tq, d), -2, 2))
     k = draw(arrays(lead_k + (tk, d), -2, 2))
     v = draw(arrays(lead_v + (tk, dv), -2, 2))
-    mask_shape = draw(st.sampled_from([(tq, tk), (1, tk), (tq, 1), (2, 1, tq, tk)]))
-    kind = draw(st.sampled_from(["none", "bool", "float"]))
-    mask = None
-    if kind == "bool":  # about one key in three hidden: some rows end up with none at all
-        mask = draw(hnp.arrays(np.bool_, mask_shape, elements=st.sampled_from([True, True, False])))
-    elif kind == "float":
-        mask = draw(arrays(mask_shape, -2, 2))
+    # a bool mask hides about one key in three: some rows end up with none at all
+    mask = draw_mask(draw, [(tq, tk), (1, tk), (tq, 1), (2, 1, tq, tk)], st.sampled_from([True, True, False]))
     return q, k, v, mask, draw(st.booleans()), draw(blocks)
 
 
