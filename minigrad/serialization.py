@@ -56,22 +56,92 @@ def save(obj: Mapping[str, Any], path: str | os.PathLike) -> None:
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, f".tmp-{uuid.uuid4().hex}.npz")
+    clean_temporaries(folder)  # left by a process killed mid-save
+    # The writer's PID in the name tells a live save's file from a dead one's.
+    tmp = os.path.join(folder, f"{_TMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex}.npz")
     # Not tempfile.mkstemp: it makes the file 0600 whatever the umask. os.open with 0o666
     # lets the kernel apply the umask, as open() does; O_EXCL never reuses a file.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
-        with os.fdopen(fd, "wb") as f:
-            _write_npz(f, arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        if os.path.exists(path):
-            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                _write_npz(f, arrays)
+                f.flush()
+                os.fsync(f.fileno())  # the bytes are on disk before the name points at them
+            if os.path.exists(path):
+                os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
+            os.replace(tmp, path)
+            _fsync_folder(folder)  # and so is the rename itself
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+    except OSError as e:  # disk full, read-only folder...: name the file, keep the errno
+        raise OSError(e.errno, f"save: cannot write {path}: {e.strerror or e}") from e
+
+
+_TMP_PREFIX = ".tmp-"
+
+
+def _fsync_folder(folder: str) -> None:
+    """Flush a folder's entries (a rename) to disk; Windows cannot open a folder, and needs not."""
+    if os.name == "nt":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def clean_temporaries(folder: str | os.PathLike) -> list[str]:
+    """Remove the temporary files (.tmp-PID-*.npz) that saves killed midway (kill -9, a power
+    cut) left in `folder`: those whose process is no longer running. Returns their paths.
+    A save in progress in another live process keeps its file."""
+    folder = os.fspath(folder)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        if not (name.startswith(_TMP_PREFIX) and name.endswith(".npz")):
+            continue
+        pid = name[len(_TMP_PREFIX):].split("-")[0]
+        if pid.isdigit() and (int(pid) == os.getpid() or pid_running(int(pid))):
+            continue
+        try:
+            os.unlink(os.path.join(folder, name))
+            removed.append(os.path.join(folder, name))
+        except OSError:
+            pass  # removed meanwhile, or not ours to remove
+    return removed
+
+
+def pid_running(pid: int) -> bool:
+    """Whether a process with this id exists (signal 0 checks without sending anything)."""
+    if pid <= 0:
+        return False
+    if os.name == "nt":  # there os.kill(pid, 0) would end the process: ask the kernel instead
+        import ctypes
+
+        kernel32 = ctypes.windll.kernel32
+        handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+        if not handle:
+            return False
+        code = ctypes.c_ulong()
+        kernel32.GetExitCodeProcess(handle, ctypes.byref(code))
+        kernel32.CloseHandle(handle)
+        return code.value == 259  # STILL_ACTIVE
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    except OSError:
+        return False
+    return True
 
 
 def _write_npz(f: Any, arrays: Mapping[str, np.ndarray]) -> None:
@@ -91,10 +161,14 @@ def load(path: str | os.PathLike) -> dict[str, np.ndarray]:
             magic = fh.read(6)
             fh.seek(0)
             if magic.startswith(_NPY_MAGIC):
-                raise ValueError("one .npy array, not an archive of named arrays")
+                raise ValueError("it holds one .npy array, as np.save writes, not an archive of named "
+                                 "arrays: read it with np.load, or write a dict of arrays with save")
             if magic[:4] not in _ZIP_MAGIC:
                 raise ValueError("not a .npz archive")
             with zipfile.ZipFile(fh) as zf:
+                other = [m for m in zf.namelist() if not m.endswith(".npy")]
+                if other:  # a zip, but not of arrays
+                    raise ValueError(f"a zip archive whose member {other[0]!r} is not a .npy array")
                 return {_key(member): _read_member(zf, member) for member in zf.namelist()}
     except FileNotFoundError:
         raise FileNotFoundError(f"load: no such file: {name}") from None

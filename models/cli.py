@@ -4,7 +4,8 @@ minigrad.models.
     minigrad train gpt                     # the quick GPT on the standard library's docstrings
     minigrad train vit --preset quick --steps 500
     minigrad train gpt --engine torch --nproc 2           # PyTorch, data-parallel (torch extra)
-    minigrad sample runs/gpt/checkpoint.npz --prompt "Return the"
+    minigrad train gpt --resume runs/gpt --steps 4000     # on at the final lr (--new-schedule: stretch it)
+    minigrad sample runs/gpt/checkpoint.npz --prompt "Return the"   # needs no training text
     minigrad eval runs/gpt/checkpoint.npz
     minigrad graph gpt --depth 2 --out gpt.svg            # the computation graph of one step
     minigrad attention runs/gpt/checkpoint.npz --text "Return the" --out attention.png
@@ -22,17 +23,44 @@ import minigrad as mg
 
 from . import inspection
 from .recipes import RECIPES, check_preset, recipe_class
-from .train import TrainConfig, TrainingInterrupted, checkpoint_path, read_checkpoint, train
+from .train import (
+    RunExistsError,
+    RunLock,
+    TrainingInterrupted,
+    check_run_folder,
+    checkpoint_path,
+    read_checkpoint,
+    resume_config,
+    train,
+)
 
 
-def _recipe_from_checkpoint(path: str, expect: str | None = None):
+def _recipe_from_checkpoint(path: str, expect: str | None = None, load_data: bool = True, need: str = ""):
+    """The recipe a checkpoint was trained with, its weights loaded. With load_data=False the
+    training text is not read (sample, attention); else `need` (the command) is named when the
+    text is gone."""
     meta, model_state, _ = read_checkpoint(path)
     if expect is not None and meta["model"] != expect:
         raise ValueError(f"{path} is a {meta['model']} checkpoint, not {expect}")
-    recipe = recipe_class(meta["model"]).from_meta(meta["recipe"])
+    data = meta["recipe"].get("data")
+    if load_data and data and not os.path.isfile(data):
+        raise FileNotFoundError(f"{need} needs the text {path} was trained on, {data}, which is not there "
+                                "any more: put it back at that path (sample and attention do without it)")
+    recipe = recipe_class(meta["model"]).from_meta(meta["recipe"], load_data=load_data)
     recipe.model.load_state_dict(model_state)
     recipe.model.eval()
     return recipe, meta
+
+
+def _check_out(out: str, resume: str | None, force: bool) -> None:
+    """Refuse an --out holding another run (one line offering the ways on), or say what --force replaces."""
+    try:
+        check_run_folder(out, resume, overwrite=False)
+    except RunExistsError as e:
+        if not force:
+            raise ValueError(f"{out} already holds a run ({e.what}); continue it with --resume {out}, train "
+                             f"into a new folder with --out DIR, or give --force to replace it") from None
+        print(f"minigrad: --force: replacing the run in {out} ({e.what})", file=sys.stderr)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -53,20 +81,25 @@ def cmd_train(args: argparse.Namespace) -> int:
                          "model, the data and the random state; leave them out (--steps, --out may change)")
     args.preset = args.preset or cls.default_preset
     check_preset(cls, args.preset)
+    if args.new_schedule and not args.resume:
+        raise ValueError("--new-schedule is for --resume: a new run gets the preset's schedule anyway")
+    schedule = ""
     if args.resume:
         args.resume = checkpoint_path(args.resume)  # a run folder stands for its checkpoint.npz
-        recipe, meta = _recipe_from_checkpoint(args.resume, expect=args.model)
+        # By default the run goes on in the checkpoint's folder, next to its log.csv.
+        out = args.out or os.path.dirname(args.resume) or "."
+        _check_out(out, args.resume, args.force)
+        recipe, meta = _recipe_from_checkpoint(args.resume, expect=args.model, need="--resume")
         recipe.model.train()
-        cfg = TrainConfig.from_dict({**meta["train"], **({"steps": args.steps} if args.steps else {})})
+        cfg, schedule = resume_config(meta, args.steps, new_schedule=args.new_schedule)
         if cfg.steps <= meta["step"]:
             done = meta["step"]
             raise ValueError(f"{args.resume} is at step {done} already: training to step {cfg.steps} "
                              f"leaves nothing to do; give --steps above {done} to train on")
-        # By default the run goes on in the checkpoint's folder, next to its log.csv.
-        out = args.out or os.path.dirname(args.resume) or "."
         what = f"from step {meta['step']} of {args.resume}"
     else:
         out = args.out or os.path.join("runs", args.model)
+        _check_out(out, None, args.force)  # before the data is read: a refusal comes at once
         recipe = cls(args.preset, data=args.data) if args.data else cls(args.preset)
         cfg = cls.train_config(args.preset, steps=args.steps, seed=args.seed)
         what = args.preset
@@ -74,13 +107,23 @@ def cmd_train(args: argparse.Namespace) -> int:
           f"{cfg.steps} steps, batch {cfg.batch_size}; writing to {out}"
           + (f"; torch engine, {args.nproc} process{'es' * (args.nproc > 1)}"
              if args.engine == "torch" else ""))
+    for line in (recipe.data_summary(), schedule):
+        if line:
+            print(line)
     t0 = time.perf_counter()
     try:
         if args.engine == "torch":
-            metrics = train_distributed(recipe, cfg, out, nproc=args.nproc, resume=args.resume,
-                                        progress=not args.quiet, threads=args.threads)
+            with RunLock(out):
+                if args.force and not os.path.samefile(os.path.dirname(os.path.abspath(args.resume or out)),
+                                                       out):
+                    for name in ("checkpoint.npz", "log.csv"):
+                        if os.path.exists(os.path.join(out, name)):
+                            os.unlink(os.path.join(out, name))
+                metrics = train_distributed(recipe, cfg, out, nproc=args.nproc, resume=args.resume,
+                                            progress=not args.quiet, threads=args.threads)
         else:
-            metrics = train(recipe, cfg, out, resume=args.resume, progress=not args.quiet)
+            metrics = train(recipe, cfg, out, resume=args.resume, progress=not args.quiet,
+                            overwrite=args.force)
     except TrainingInterrupted as stop:
         print(f"minigrad: {stop}; continue with: minigrad train {args.model} --resume {out}", file=sys.stderr)
         return 130  # the shell's code for "ended by Ctrl-C"
@@ -93,7 +136,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    recipe, _ = _recipe_from_checkpoint(args.checkpoint)
+    recipe, _ = _recipe_from_checkpoint(args.checkpoint, load_data=False)
     if not hasattr(recipe, "sample"):
         raise ValueError(f"{recipe.name} models do not generate text; try `minigrad eval`")
     mg.manual_seed(args.seed)
@@ -103,7 +146,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    recipe, meta = _recipe_from_checkpoint(args.checkpoint)
+    recipe, meta = _recipe_from_checkpoint(args.checkpoint, need="eval")
     metrics = recipe.evaluate(args.batches or meta["train"]["eval_batches"])
     print(f"{recipe.name} at step {meta['step']}: "
           + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
@@ -126,7 +169,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_attention(args: argparse.Namespace) -> int:
-    recipe, _ = _recipe_from_checkpoint(args.checkpoint)
+    recipe, _ = _recipe_from_checkpoint(args.checkpoint, load_data=False)
     names, notes = inspection.plot_model_attention(recipe, args.out, text=args.text, index=args.index)
     for note in notes:
         print(note)
@@ -173,6 +216,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--data", help="a UTF-8 text file to train on (gpt, bert)")
     t.add_argument("--resume", help="checkpoint (or run folder) to continue from; the run goes on in "
                    "its folder unless --out is given")
+    t.add_argument("--force", action="store_true",
+                   help="train into an --out folder holding another run, replacing its checkpoint and log")
+    t.add_argument("--new-schedule", action="store_true",
+                   help="with --resume and more --steps: stretch the lr schedule over the new steps (the "
+                   "lr rises again) instead of going on at its final lr")
     t.add_argument("--seed", type=int, help="random seed")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.add_argument("--engine", choices=["minigrad", "torch"], default="minigrad",

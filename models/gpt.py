@@ -82,6 +82,10 @@ def _cache_append(cache: dict, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray
     """
     n, T = cache.get("length", 0), k.shape[2]
     buf_k = cache.get("k")
+    if n and buf_k.shape[:2] != k.shape[:2]:  # else numpy's broadcast error, naming nothing
+        raise ValueError(f"GPT: the KV cache holds {buf_k.shape[0]} rows of the batch, got {k.shape[0]} "
+                         f"(and {buf_k.shape[1]} heads, got {k.shape[1]}); start a new cache for another "
+                         "batch")
     if buf_k is None or buf_k.shape[2] < n + T or buf_k.shape[:2] != k.shape[:2]:
         size = max(n + T, 2 * (0 if buf_k is None else buf_k.shape[2]), 16)
         new_k = np.empty(k.shape[:2] + (size,) + k.shape[3:], dtype=k.dtype)

@@ -121,29 +121,39 @@ def stdlib_corpus(cache_dir: str | os.PathLike | None = None) -> str:
     return text
 
 
-def train_val_split(text: str, val_fraction: float = 0.1) -> tuple[str, str]:
-    """Split a text into a training head and a validation tail.
+def train_val_split(text: str, val_fraction: float = 0.1, max_shift: float = 0.02) -> tuple[str, str]:
+    """Split a text into a training head and a validation tail of about `val_fraction` of it.
 
-    The cut is made at the blank line ("\\n\\n", a document boundary) nearest to the point
-    `len(text) * (1 - val_fraction)`; failing that at the nearest newline, failing that
-    at the point itself. The separator belongs to neither part.
+    The cut aims at the point `len(text) * (1 - val_fraction)`. It moves to the blank line
+    ("\\n\\n", a document boundary) nearest to the point, failing that to the nearest newline,
+    but only to one within `max_shift * len(text)` characters of the point; with no line
+    break that near, the cut is made at the point itself. So the validation share is
+    `val_fraction` within `max_shift` (plus a separator and rounding) whatever the text: a
+    title line at the top or a blank line near the end cannot make either part tiny. The
+    separator belongs to neither part.
 
     Args:
         text: At least two characters.
         val_fraction: Share of the text for validation, strictly between 0 and 1.
+        max_shift: How far (a share of the text) the cut may move to reach a line break.
 
     Returns:
         (train, val), both non-empty.
     """
     if not 0.0 < val_fraction < 1.0:
         raise ValueError(f"train_val_split: val_fraction must be in (0, 1), got {val_fraction}")
+    if not 0.0 <= max_shift < 1.0:
+        raise ValueError(f"train_val_split: max_shift must be in [0, 1), got {max_shift}")
     if len(text) < 2:
         raise ValueError(f"train_val_split: need at least 2 characters, got {len(text)}")
     point = min(max(round(len(text) * (1.0 - val_fraction)), 1), len(text) - 1)
+    reach = int(max_shift * len(text))
     for sep in ("\n\n", "\n"):
-        # Candidate cuts on both sides of the point that leave both parts non-empty.
-        cuts = [text.rfind(sep, 1, point + len(sep)), text.find(sep, point)]
-        cuts = [c for c in cuts if c > 0 and c + len(sep) < len(text)]
+        # The break nearest the point on either side, if it is within reach and leaves
+        # both parts non-empty.
+        cuts = [text.rfind(sep, max(point - reach, 1), point + len(sep)),
+                text.find(sep, point, point + reach + len(sep))]
+        cuts = [c for c in cuts if c > 0 and c + len(sep) < len(text) and abs(c - point) <= reach]
         if cuts:
             cut = min(cuts, key=lambda c: abs(c - point))
             return text[:cut], text[cut + len(sep) :]

@@ -38,8 +38,14 @@ class Recipe:
         raise NotImplementedError  # abstract
 
     @classmethod
-    def from_meta(cls, meta: dict) -> Recipe:
+    def from_meta(cls, meta: dict, load_data: bool = True) -> Recipe:
+        """The recipe of `meta()`. With load_data=False the training data is not read (the
+        text file may be gone): enough to sample and draw, not to train or evaluate."""
         raise NotImplementedError  # abstract
+
+    def data_summary(self) -> str:
+        """One line on the data trained on (file, sizes of the two parts), or ""."""
+        return ""
 
     def batch(self, split: str, rng: np.random.Generator, batch_size: int) -> tuple:
         raise NotImplementedError  # abstract

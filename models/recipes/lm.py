@@ -3,6 +3,8 @@ the user's own text file."""
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import asdict
 
 import numpy as np
@@ -25,26 +27,46 @@ class GPTRecipe(Recipe):
     }
 
     def __init__(self, preset: str = "quick", data: str | None = None, *, config: GPTConfig | None = None,
-                 tokenizer: CharTokenizer | None = None):
+                 tokenizer: CharTokenizer | None = None, load_data: bool = True):
         check_preset(type(self), preset)
+        # The absolute path: eval and --resume find the text from any folder.
+        self.data_path = os.path.abspath(data) if data else None
+        if not load_data:  # sampling and drawing need only the tokenizer and the weights
+            if tokenizer is None or config is None:
+                raise ValueError("GPTRecipe: load_data=False needs the tokenizer and the config")
+            self.tokenizer, self.config = tokenizer, config
+            self.train_ids = self.val_ids = np.zeros(0, dtype=np.int64)
+            self.model = GPT(self.config)
+            return
         text = load_text(data) if data else stdlib_corpus()
-        self.data_path = data
         self.tokenizer = tokenizer or CharTokenizer.from_text(text)
         train, val = train_val_split(text)
         self.train_ids = np.array(self.tokenizer.encode(train), dtype=np.int64)
         self.val_ids = np.array(self.tokenizer.encode(val), dtype=np.int64)
         self.config = config or GPTConfig(vocab_size=self.tokenizer.vocab_size, **PRESETS[preset])
-        if len(self.val_ids) <= self.config.block_size + 1:
-            raise ValueError(f"the text is too short for a context of {self.config.block_size} characters")
+        need = self.config.block_size + 2  # a batch reads T + 1 characters from some start
+        if min(len(self.train_ids), len(self.val_ids)) < need:
+            where = data or "the standard library's docstrings"
+            raise ValueError(
+                f"gpt: {where} has {len(text)} characters, split into {len(train)} to train on and "
+                f"{len(val)} to validate on (the last 10%); each part needs at least {need} for a "
+                f"context of {self.config.block_size} characters: give a text of at least "
+                f"{math.ceil(need / 0.08)} characters"
+            )
         self.model = GPT(self.config)
 
     def meta(self) -> dict:
         return {"config": asdict(self.config), "tokenizer": self.tokenizer.to_dict(), "data": self.data_path}
 
     @classmethod
-    def from_meta(cls, meta: dict) -> GPTRecipe:
+    def from_meta(cls, meta: dict, load_data: bool = True) -> GPTRecipe:
         return cls(data=meta["data"], config=GPTConfig(**meta["config"]),
-                   tokenizer=tokenizer_from_dict(meta["tokenizer"]))
+                   tokenizer=tokenizer_from_dict(meta["tokenizer"]), load_data=load_data)
+
+    def data_summary(self) -> str:
+        where = self.data_path or "the standard library's docstrings"
+        return (f"data: {where}, {len(self.train_ids):,} characters to train on, "
+                f"{len(self.val_ids):,} to validate on")
 
     def batch(self, split: str, rng: np.random.Generator, batch_size: int) -> tuple[Tensor, Tensor]:
         ids = self.train_ids if split == "train" else self.val_ids

@@ -3,6 +3,7 @@ standard library's docstrings or from the user's own text file (documents at bla
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict
 
 import numpy as np
@@ -44,9 +45,17 @@ class BERTRecipe(Recipe):
     }
 
     def __init__(self, preset: str = "quick", data: str | None = None, *, config: BERTConfig | None = None,
-                 tokenizer: WordTokenizer | None = None):
+                 tokenizer: WordTokenizer | None = None, load_data: bool = True):
         check_preset(type(self), preset)
-        self.preset, self.data_path = preset, data
+        # The absolute path: eval and --resume find the text from any folder.
+        self.preset, self.data_path = preset, os.path.abspath(data) if data else None
+        if not load_data:  # drawing attention needs only the tokenizer and the weights
+            if tokenizer is None or config is None:
+                raise ValueError("BERTRecipe: load_data=False needs the tokenizer and the config")
+            self.tokenizer, self.config = tokenizer, config
+            self.train_docs, self.val_pairs, self.most_frequent = [], [], 0
+            self.model = BERT(self.config)
+            return
         text = load_text(data) if data else stdlib_corpus()
         train, val = train_val_split(text)
         self.tokenizer = tokenizer or WordTokenizer.from_text(train, max_vocab=MAX_VOCAB[preset])
@@ -70,9 +79,14 @@ class BERTRecipe(Recipe):
                 "preset": self.preset}
 
     @classmethod
-    def from_meta(cls, meta: dict) -> BERTRecipe:
+    def from_meta(cls, meta: dict, load_data: bool = True) -> BERTRecipe:
         return cls(meta["preset"], data=meta["data"], config=BERTConfig(**meta["config"]),
-                   tokenizer=tokenizer_from_dict(meta["tokenizer"]))
+                   tokenizer=tokenizer_from_dict(meta["tokenizer"]), load_data=load_data)
+
+    def data_summary(self) -> str:
+        where = self.data_path or "the standard library's docstrings"
+        return (f"data: {where}, {len(self.train_docs):,} documents to train on, "
+                f"{len(self.val_pairs):,} held-out sentence pairs")
 
     # ------------------------------------------------------------------ batches
 

@@ -57,7 +57,7 @@ class TaskRecipe(Recipe):
         return {"task": self.task, "config": asdict(self.config), "vocab": SEQ_VOCAB.to_dict()}
 
     @classmethod
-    def from_meta(cls, meta: dict) -> TaskRecipe:
+    def from_meta(cls, meta: dict, load_data: bool = True) -> TaskRecipe:  # the data is generated
         TaskTokenizer.from_dict(meta["vocab"])  # the vocabulary the weights were trained with
         return cls(task=meta["task"], config=cls.config_class(**meta["config"]))
 

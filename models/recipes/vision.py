@@ -48,7 +48,7 @@ class ViTRecipe(Recipe):
         return {"config": asdict(self.config), "label_smoothing": self.label_smoothing}
 
     @classmethod
-    def from_meta(cls, meta: dict) -> ViTRecipe:
+    def from_meta(cls, meta: dict, load_data: bool = True) -> ViTRecipe:  # the digits are bundled
         return cls(config=ViTConfig(**meta["config"]), label_smoothing=meta.get("label_smoothing", 0.0))
 
     def batch(self, split: str, rng: np.random.Generator, batch_size: int) -> tuple[Tensor, Tensor]:

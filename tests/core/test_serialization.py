@@ -89,3 +89,122 @@ def test_corrupt_files_give_a_clear_error(tmp_path, corrupt):
     with pytest.raises(ValueError, match=r"load: .*bad.npz is not a minigrad checkpoint \(.+\)") as e:
         mg.load(path)
     assert "allow_pickle" not in str(e.value)  # numpy's advice to unpickle is not for checkpoints
+
+
+# ----------------------------------------------------------------------------- durability
+
+
+def test_a_write_fsyncs_the_whole_file_before_the_rename_then_the_folder(tmp_path, monkeypatch):
+    """Without the first fsync a power cut after the rename can leave the name pointing at
+    missing bytes; without the second the rename itself may be lost."""
+    import stat
+
+    events, real_fsync, real_replace = [], os.fsync, os.replace
+
+    def fsync(fd):
+        info = os.fstat(fd)
+        events.append(("fsync-folder",) if stat.S_ISDIR(info.st_mode) else ("fsync-file", info.st_size))
+        real_fsync(fd)
+
+    def replace(src, dst):
+        events.append(("rename", os.path.basename(dst)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    path = tmp_path / "state.npz"
+    mg.save(STATE, path)
+    assert events == [("fsync-file", path.stat().st_size), ("rename", "state.npz"), ("fsync-folder",)]
+
+
+def test_a_failed_write_names_the_file_and_keeps_the_errno(tmp_path, monkeypatch):
+    import errno
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(np.lib.format, "write_array", full)
+    with pytest.raises(OSError) as e:
+        mg.save({"w": np.ones(3)}, tmp_path / "state.npz")
+    assert e.value.errno == errno.ENOSPC
+    assert f"save: cannot write {tmp_path / 'state.npz'}: {os.strerror(errno.ENOSPC)}" in str(e.value)
+    assert os.listdir(tmp_path) == []
+
+
+def _dead_pid():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    return int(done.stdout)
+
+
+def test_the_next_save_removes_temporaries_of_dead_writers_only(tmp_path):
+    from minigrad.serialization import clean_temporaries
+
+    dead = tmp_path / f".tmp-{_dead_pid()}-0123abcd.npz"  # a save killed by kill -9
+    old_style = tmp_path / ".tmp-0123abcd.npz"  # no PID: written before PIDs were in the name
+    live = tmp_path / f".tmp-{os.getppid()}-4567.npz"  # a save in progress in a live process
+    for p in (dead, old_style, live):
+        p.write_bytes(b"PK\x03\x04 half")
+    mg.save({"w": np.ones(2)}, tmp_path / "state.npz")
+    assert sorted(os.listdir(tmp_path)) == sorted([live.name, "state.npz"])
+    assert clean_temporaries(tmp_path) == []  # nothing more to remove
+
+
+# ----------------------------------------------------------------------------- what load refuses
+
+
+def _zip_of_text(path):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("readme.txt", "hello")
+
+
+@pytest.mark.parametrize("name,write,reason", [
+    pytest.param("weights.npy", lambda p: np.save(p, np.ones(3)), "one .npy array, as np.save writes",
+                 id="npy-named-npy"),
+    pytest.param("weights.npz", lambda p: p.write_bytes(open(_npy(p), "rb").read()),
+                 "one .npy array, as np.save writes", id="npy-named-npz"),
+    pytest.param("archive.zip", _zip_of_text, "member 'readme.txt' is not a .npy array", id="zip-of-text"),
+    pytest.param("log.csv", lambda p: p.write_text("step,loss\n"), "not a .npz archive", id="csv"),
+])
+def test_load_refuses_what_is_not_a_checkpoint_and_says_what_it_is(tmp_path, name, write, reason):
+    path = tmp_path / name
+    write(path)
+    with pytest.raises(ValueError) as e:
+        mg.load(path)
+    message = str(e.value)
+    assert message.startswith(f"load: {path} is not a minigrad checkpoint (") and reason in message
+    if ".npy array, as" in reason:
+        assert "read it with np.load" in message
+
+
+def _npy(path):
+    other = path.with_suffix(".npy")
+    np.save(other, np.arange(4))
+    return other
+
+
+def test_a_save_killed_midway_leaves_a_temporary_that_the_next_save_removes(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    # A child that starts a save and blocks inside it; kill -9 gives it no chance to clean up.
+    code = ("import sys, time, numpy as np, minigrad as mg\n"
+            "def stuck(*a, **k):\n    print('writing', flush=True); time.sleep(60)\n"
+            "np.lib.format.write_array = stuck\n"
+            f"mg.save({{'w': np.ones(3)}}, {str(tmp_path / 'state.npz')!r})\n")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == "writing\n"
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    left = os.listdir(tmp_path)
+    assert len(left) == 1 and left[0].startswith(f".tmp-{child.pid}-") and left[0].endswith(".npz")
+    mg.save({"w": np.zeros(3)}, tmp_path / "state.npz")
+    assert os.listdir(tmp_path) == ["state.npz"]

@@ -135,11 +135,42 @@ def test_train_val_split_of_the_corpus_cuts_between_docstrings(corpus):
     assert 0.09 < len(val) / len(corpus) < 0.11
 
 
-def test_train_val_split_picks_the_nearest_boundary():
-    text = "aaaa\n\nbbbbbbbbbbbbbbbbbbbbb\n\ncc"  # 33 chars; 90% is 29.7, next to the 2nd break
-    assert train_val_split(text) == ("aaaa\n\nbbbbbbbbbbbbbbbbbbbbb", "cc")
+def test_train_val_split_picks_the_nearest_boundary_within_reach():
+    # 200 characters, 90% is 180; 2% of the text is 4 characters of reach.
+    text = "a" * 150 + "\n" + "b" * 27 + "\n\n" + "c" * 20  # blank line at 178: 2 from the point
+    assert train_val_split(text) == ("a" * 150 + "\n" + "b" * 27, "c" * 20)
+    text = "a" * 176 + "\n" + "b" * 6 + "\n" + "c" * 16  # newlines at 176 and 183: 183 is nearer
+    assert train_val_split(text) == ("a" * 176 + "\n" + "b" * 6, "c" * 16)
+    text = "a" * 170 + "\n" + "b" * 29  # the only newline, 10 from the point: out of reach
+    assert train_val_split(text) == (text[:180], text[180:])
     assert train_val_split("abcdefghij", 0.3) == ("abcdefg", "hij")  # no newline: cut anywhere
-    assert train_val_split("abc\ndefghij", 0.5) == ("abc", "defghij")
+
+
+@pytest.mark.parametrize("text,val_chars", [
+    pytest.param("a" * 300 + "\n" + "b" * 700, 100, id="only-newline-at-30%"),  # was 700
+    pytest.param("A title\n" + "x" * 1992, 200, id="title-line-on-top"),  # was 1992, training on 7
+    pytest.param("x" * 1995 + "\n\nabc", 200, id="blank-line-near-the-end"),  # was 3
+])
+def test_train_val_split_share_does_not_follow_a_far_line_break(text, val_chars):
+    train, val = train_val_split(text)
+    assert len(val) == val_chars and train + val == text
+
+
+@settings(max_examples=60)
+@given(st.data(), st.integers(20, 3000), st.floats(0.02, 0.5), st.floats(0.0, 0.1))
+def test_train_val_split_validation_share_stays_within_bounds(data, n, fraction, max_shift):
+    """Line breaks anywhere (none, one, many, blank lines at either end): the validation part
+    is `fraction` of the text within `max_shift`, a separator and rounding."""
+    breaks = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.sampled_from(["\n", "\n\n"])),
+                                max_size=8))
+    chars = ["x"] * n
+    for at, sep in breaks:
+        chars[at] = sep
+    text = "".join(chars)
+    train, val = train_val_split(text, fraction, max_shift)
+    assert train and val and text.startswith(train) and text.endswith(val)
+    assert len(text) - len(train) - len(val) in (0, 1, 2)
+    assert abs(len(val) - fraction * len(text)) <= max_shift * len(text) + 3
 
 
 @given(st.text(alphabet="ab\n", min_size=2, max_size=60), st.floats(0.01, 0.99))

@@ -4,6 +4,8 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import minigrad as mg
 from minigrad.models.gpt import GPT, GPTConfig
@@ -83,6 +85,65 @@ def test_kv_cache_buffers_grow_in_place_without_recopying_each_step():
         for t in range(3, 8):
             model(tokens(1, 1, seed=t), caches, start=t)
     assert caches[0]["length"] == 8 and caches[0]["k"] is buffer  # written in place, not re-made
+
+
+LONG = GPTConfig(vocab_size=11, block_size=40, embed_dim=16, num_heads=2, num_layers=2)
+
+
+def _chunks(total):
+    """Chunk lengths (each >= 1) summing to `total`: a prompt fed in pieces at offsets."""
+    return st.lists(st.integers(1, total), min_size=1, max_size=6).map(
+        lambda sizes: [s for s in np.diff(np.unique(np.r_[0, np.cumsum(sizes) % total, total])) if s])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(17, 40).flatmap(lambda total: st.tuples(st.just(total), _chunks(total))))
+def test_kv_cache_fed_in_chunks_gives_the_logits_of_one_pass(case):
+    """Chunks at offsets (the mask lets chunk queries see the cache and their own past) and a
+    cache growing past its first buffer of 16 (then 32) rows: the logits of one full pass."""
+    total, chunks = case
+    assert sum(chunks) == total
+    model = make(LONG)
+    idx = tokens(2, total, seed=total)
+    with mg.no_grad():
+        full = model(idx).data  # (2, total, V)
+        caches, parts, start = [{} for _ in model.blocks], [], 0
+        for size in chunks:
+            parts.append(model(mg.tensor(idx.data[:, start:start + size]), caches, start=start).data)
+            start += size
+    assert caches[0]["length"] == total and caches[0]["k"].shape[2] >= total
+    np.testing.assert_allclose(np.concatenate(parts, axis=1), full, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("chunks", [[5, 7, 1, 9], [1] * 10 + [12], [21, 1]])
+def test_kv_cache_chunked_prompt_then_generation_matches_no_cache(chunks):
+    """A prompt of 22 tokens fed in chunks, then 18 greedy steps one token at a time against
+    the cache (which outgrows its first buffer): the tokens generate() picks without it."""
+    model = make(LONG)
+    prompt = tokens(2, sum(chunks), seed=3)
+    plain = model.generate(prompt, 40 - prompt.shape[1], temperature=0.0, use_cache=False)
+    out, caches, start, first = prompt.data.copy(), [{} for _ in model.blocks], 0, 0
+    with mg.no_grad():
+        for size in chunks:
+            logits = model(mg.tensor(out[:, start:start + size]), caches, start=start).data
+            start += size
+            first = first or caches[0]["k"].shape[2]  # the buffer the first chunk made
+        while out.shape[1] < 40:
+            out = np.concatenate([out, logits[:, -1].argmax(-1)[:, None]], axis=1)
+            if out.shape[1] < 40:
+                logits = model(mg.tensor(out[:, -1:]), caches, start=out.shape[1] - 1).data
+    assert caches[0]["length"] == 39 and caches[0]["k"].shape[2] > first  # the buffer was regrown
+    np.testing.assert_array_equal(out, plain)
+    np.testing.assert_array_equal(model.generate(prompt, 40 - prompt.shape[1], temperature=0.0), plain)
+
+
+def test_kv_cache_refuses_another_batch_size():
+    model = make()
+    caches = [{} for _ in model.blocks]
+    with mg.no_grad():
+        model(tokens(2, 3), caches)
+        with pytest.raises(ValueError, match="KV cache holds 2 rows of the batch, got 3"):
+            model(tokens(3, 1), caches, start=3)
 
 
 def test_kv_cache_refuses_to_record_a_graph():
