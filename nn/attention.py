@@ -25,12 +25,14 @@ import numpy as np
 from minigrad import Tensor, cat
 
 from . import init
-from .functional import linear
+from .functional import _need_tensor, linear
 from .fused_attention import (
     _causal,
     _record,
     _recorders,
     attention_reference,
+    check_float_mask,
+    mask_dtype_error,
     packed_self_attention,
     scaled_dot_product_attention,
 )
@@ -85,6 +87,7 @@ def padding_mask(lengths_or_tokens: Any, pad: int | None = None, max_len: int | 
 
 def masked_softmax(scores: Tensor, mask: Any = None, name: str = "masked_softmax") -> Tensor:
     """softmax over the last axis of `scores` (..., Tq, Tk) after applying `mask` (the rule above)."""
+    _need_tensor(name, "scores", scores)
     if mask is None:
         return scores.softmax(dim=-1)
     m = mask if isinstance(mask, Tensor) else Tensor(np.asarray(mask))
@@ -99,9 +102,10 @@ def masked_softmax(scores: Tensor, mask: Any = None, name: str = "masked_softmax
     if m.dtype == np.bool_:
         scores = scores.masked_fill(~m, -math.inf)
     elif m.dtype.kind == "f":
+        check_float_mask(name, m)
         scores = scores + m
     else:
-        raise TypeError(f"{name}: the mask must be bool (True = may attend) or float, not {m.dtype}")
+        raise TypeError(mask_dtype_error(name, m.dtype))
     return scores.softmax(dim=-1)
 
 

@@ -58,14 +58,15 @@ class AttentionMaps:
     # ------------------------------------------------------------------ recording
 
     def __enter__(self) -> AttentionMaps:
+        # This thread's recorders: attention computed in other threads is not recorded here.
         if any(r is self for r in fused_attention._recorders):
             raise RuntimeError("record_attention: this recorder is already recording")
-        fused_attention._recorders.append(self)
+        fused_attention._recorders.open.append(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
         # Remove by identity: another recorder may be nested inside or around this one.
-        recorders = fused_attention._recorders
+        recorders = fused_attention._recorders.open
         for i, r in enumerate(recorders):
             if r is self:
                 del recorders[i]
@@ -148,7 +149,9 @@ def record_attention(model: Any = None) -> AttentionMaps:
     layers and every model built on them), `attention_reference`, and `AdditiveAttention` and
     `BilinearAttention`. The weights are kept even where the caller passed need_weights=False:
     while a recorder is open the fused kernel also hands out a copy of its softmax; when none
-    is open this costs one `if`. Nothing is recorded outside the block.
+    is open this costs one `if`. Nothing is recorded outside the block, nor from other threads:
+    the recorder sees the attention computed by the thread that opened it (as grad mode, each
+    thread has its own).
 
     Args:
         model: the model whose `named_modules()` names the records (`blocks.0.attn`). Without

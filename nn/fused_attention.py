@@ -11,6 +11,8 @@ merging the heads itself, for self-attention layers.
 from __future__ import annotations
 
 import math
+import threading
+import warnings
 from typing import Any
 
 import numpy as np
@@ -29,10 +31,32 @@ from .tiled_attention import _LOG2E, BLOCK_K, BLOCK_Q, TiledAttention, _with_col
 TILED_MIN_SCORES = 2**18
 TILED_MIN_LENGTH = BLOCK_Q + 1
 
-# The open `record_attention` recorders (see attention_maps.py). Mutated in place, never
-# rebound, so modules that import it see the same list; empty unless one is open, so the
-# attention functions pay one `if _recorders:` for the feature.
-_recorders: list = []
+class _Recorders(threading.local):
+    """The open `record_attention` recorders of the running thread (see attention_maps.py): one
+    list per thread, as grad mode is, so a recorder open in one thread never collects the
+    attention of a model running in another. Never rebound, so modules that import it see the
+    same object; empty unless one is open, so the attention functions pay one `if _recorders:`."""
+
+    def __init__(self) -> None:
+        self.open: list = []  # a new thread starts with none
+
+    def __bool__(self) -> bool:
+        return bool(self.open)
+
+    def __iter__(self):
+        return iter(self.open)
+
+    def __len__(self) -> int:
+        return len(self.open)
+
+    def __eq__(self, other: object) -> bool:
+        return self.open == other
+
+    def __repr__(self) -> str:
+        return repr(self.open)
+
+
+_recorders = _Recorders()
 
 
 def _record(weights: np.ndarray, source: str) -> None:
@@ -83,6 +107,13 @@ class Attention(Function):
         no pass to find each row's max. The division by l is done on (Tq, dv) arrays instead:
         O = (E V) / l, and in backward, since every line above is linear in A through g,
         A and g may be replaced by E and g / l. Otherwise r = m and l = 1 (E = A).
+        E is never trusted: every E_ij <= l_i (E_ij is one term of l_i), so `_first_key_weights`
+        checks l <= `_max_total` and E V finite, and otherwise starts again with r = m. With l
+        bounded, E and E V exceed the row-max path's A and A V by at most the factor l, and in
+        backward g / l falls below g by at most that factor, while its products with E
+        (dV = E^T (g / l), dS = E (dA - D) / l) are no larger than the row-max path's A^T g and
+        A (dA - D): nothing overflows that would not there, and underflow comes no nearer than
+        a quarter of the exponent range. With no keys at all (Tk = 0) every row is empty: O = 0.
       - A subtraction is folded into a matmul by one more column: [X, -c] [Y, 1]^T = X Y^T - c.
     """
 
@@ -143,6 +174,8 @@ def _max_weights(q, k, bias, allowed, scale) -> np.ndarray:
             np.copyto(s, -np.inf, where=~allowed)
         else:
             s = np.where(allowed, s, -np.inf).astype(s.dtype, copy=False)
+    if s.shape[-1] == 0:  # no keys: nothing to attend to, so O = A V = 0 (and no gradient)
+        return s
     # softmax in place on s: s becomes A
     m = s.max(axis=-1, keepdims=True)
     m[~np.isfinite(m)] = 0  # a row that is all -inf: exp(-inf - 0) = 0, no NaN
@@ -158,10 +191,12 @@ def _first_key_weights(q, k, v, allowed, scale):
     """(E, O, l) with E_ij = exp(S_ij - S_i0), l = rowsum(E), O = E V / l; None when this
     reference does not apply (key 0 not allowed for some row) or failed (an overflow).
 
-    Key 0 is then allowed for every row, so E_i0 = 1 and l_i >= 1: no row can vanish. Only a
-    score more than ~88 (float32; ~709 in float64) above S_i0 overflows exp: l becomes inf or
-    NaN, and the caller starts again with the row max. Masked scores may overflow too; they are
-    multiplied by 0 (inf * 0 = NaN, caught the same way). Per (Tq, Tk) element this leaves one
+    Key 0 is then allowed for every row, so E_i0 = 1 and l_i >= 1: no row can vanish. A score
+    far above S_i0 makes E_ij huge: past ~88 (float32; ~709 in float64) exp overflows and l is
+    inf, and well before that E V may overflow (E_ij v_j) or g / l in backward lose its digits.
+    So both are checked: l <= `_max_total` (then every E_ij <= l is bounded too) and E V finite;
+    otherwise the caller starts again with the row max. Masked scores may overflow as well;
+    they are multiplied by 0 (inf * 0 = NaN, caught the same way). Per (Tq, Tk) element this leaves one
     matmul, one exp, one mask multiply and one matmul: the pass for the max, the subtraction,
     the row sums (a column of ones after V) and the division by l are gone. exp(x) is taken as
     2**(x log2(e)), which numpy computes faster (see `_Tiles.exp_scores`).
@@ -194,9 +229,18 @@ def _first_key_weights(q, k, v, allowed, scale):
         else:
             acc = e @ _with_column(v, 1)  # [E V, l]
             out, total = acc[..., :-1], acc[..., -1:]
-    if not np.isfinite(total).all():
+    # (total <= bound) is False for NaN too; the checks read (Tq, dv) arrays, not (Tq, Tk).
+    if not (total <= _max_total(total.dtype)).all() or not np.isfinite(out).all():
         return None
     return e, out * (1 / total), total
+
+
+def _max_total(dtype: np.dtype) -> float:
+    """The largest row sum l the first-key reference accepts: 2**(maxexp / 4), 2**32 in float32
+    and 2**256 in float64. E <= l then takes at most a quarter of the exponent range above the
+    row-max path's A <= 1, and g / l at most a quarter below g: what the dtype leaves either side
+    of ordinary values is still there."""
+    return 2.0 ** (np.finfo(dtype).maxexp // 4)
 
 
 def _with_column_t(x: np.ndarray, column) -> np.ndarray:
@@ -344,13 +388,38 @@ def _split_mask(name: str, mask: Any, scores: tuple[int, ...],
         if m.dtype == np.bool_:
             allowed = m.data
         elif m.dtype.kind == "f":
+            check_float_mask(name, m)
             bias = m
         else:
-            raise TypeError(f"{name}: the mask must be bool (True = may attend) or float, not {m.dtype}")
+            raise TypeError(mask_dtype_error(name, m.dtype))
     if is_causal:
         causal = _causal(scores[-2], scores[-1])
         allowed = causal if allowed is None else allowed & causal
     return bias, allowed
+
+
+_MASK_ADVICE = ("use a bool mask (True = may attend, e.g. mask == 1) or a float mask with -inf where "
+                "attending is forbidden and 0 elsewhere")
+
+
+def mask_dtype_error(name: str, dtype: Any) -> str:
+    """The error for a mask that is neither bool nor float (an int 0/1 mask, say)."""
+    return (f"{name}: the mask must be bool (True = may attend) or float (added to the scores), "
+            f"not {dtype}; {_MASK_ADVICE}")
+
+
+def check_float_mask(name: str, mask: Tensor) -> None:
+    """Warn (once per process, by the default warning filter) when a float mask holds only 0s
+    and 1s: it is added to the scores, so it forbids nothing (a causal model then sees the
+    future); it was almost surely meant as a bool mask. A learnable bias is not checked. Two
+    passes over the mask (min and max) settle almost every mask; only one within [0, 1] costs
+    a third."""
+    if mask.requires_grad or mask.size == 0:
+        return
+    d = mask.data
+    if d.max() == 1 and d.min() >= 0 and ((d == 0) | (d == 1)).all():
+        warnings.warn(f"{name}: the float mask holds only 0s and 1s; it is added to the scores, so "
+                      f"it masks nothing: {_MASK_ADVICE}", UserWarning, stacklevel=2)
 
 
 def scaled_dot_product_attention(
@@ -392,7 +461,7 @@ def scaled_dot_product_attention(
     if scores and _use_tiled(scores, q.shape[-2], k.shape[-2], dropout_p, need_weights):
         return tiled_attention(q, k, v, mask, is_causal, scale)
     bias, allowed = _prepare("scaled_dot_product_attention", q, k, v, mask, is_causal, dropout_p)
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    scale = _default_scale(q.shape[-1]) if scale is None else float(scale)
     inputs = (q, k, v) if bias is None else (q, k, v, bias)
     return _apply_and_record(Attention, inputs, "scaled_dot_product_attention", need_weights,
                              allowed=allowed, scale=scale, dropout_p=dropout_p)
@@ -426,7 +495,7 @@ def tiled_attention(
     sequences. `is_causal` is passed to the kernel as a diagonal, so no (Tq, Tk) mask is built.
     """
     bias, allowed = _prepare("tiled_attention", q, k, v, mask, False, 0.0)
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    scale = _default_scale(q.shape[-1]) if scale is None else float(scale)
     inputs = (q, k, v) if bias is None else (q, k, v, bias)
     return TiledAttention.apply(*inputs, allowed=allowed, causal_offset=0 if is_causal else None,
                                 scale=scale, block_q=int(block_size[0]), block_k=int(block_size[1]))
@@ -466,15 +535,21 @@ def packed_self_attention(
         raise ValueError(f"{name}: dropout_p must be in [0, 1], got {dropout_p}")
     B, T, E = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
     bias, allowed = _split_mask(name, mask, (B, num_heads, T, T), False)  # causal: the kernel's own
-    scale = 1.0 / math.sqrt(E // num_heads) if scale is None else float(scale)
+    scale = _default_scale(E // num_heads) if scale is None else float(scale)
     inputs = (qkv,) if bias is None else (qkv, bias)
     return _apply_and_record(PackedAttention, inputs, name, need_weights, heads=num_heads, allowed=allowed,
                              causal=is_causal, scale=scale, dropout_p=dropout_p)
 
 
+def _default_scale(d: int) -> float:
+    """1 / sqrt(d); 1 for d = 0, where every score is an empty sum, 0, whatever the scale (the
+    softmax is then uniform and the output the mean of the values, as in PyTorch)."""
+    return 1.0 / math.sqrt(d) if d > 0 else 1.0
+
+
 def _scale_name(scale: float, d: int) -> str:
     """`1/sqrt(d_k)` when the scale is the usual one, else its value."""
-    return "1/sqrt(d_k)" if math.isclose(scale, 1.0 / math.sqrt(d)) else f"scale {scale:.4g}"
+    return "1/sqrt(d_k)" if d > 0 and math.isclose(scale, _default_scale(d)) else f"scale {scale:.4g}"
 
 
 def attention_pipeline(node: Function) -> list[tuple]:
@@ -538,7 +613,7 @@ def attention_reference(
     weights stay in the graph (they are the softmax output).
     """
     bias, allowed = _prepare("attention_reference", q, k, v, mask, is_causal, dropout_p)
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    scale = _default_scale(q.shape[-1]) if scale is None else float(scale)
     # Each intermediate carries a name, so that draw_graph shows the lecture's pipeline.
     raw = q @ k.transpose(-2, -1)  # (..., Tq, Tk)
     raw.name = "q k^T"

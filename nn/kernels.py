@@ -186,13 +186,40 @@ class LayerNorm(Function):
 
 
 def _normalize_rows(x: np.ndarray, eps, x_hat: np.ndarray, rstd: np.ndarray) -> None:
-    """x_hat = (x - mu) / sqrt(var + eps) and rstd = 1 / sqrt(var + eps) of rows x, in place."""
-    np.subtract(x, _row_means(x), out=x_hat)  # x - mu
-    var = _row_means(np.square(x_hat))
+    """x_hat = (x - mu) / sqrt(var + eps) and rstd = 1 / sqrt(var + eps) of rows x, in place.
+
+    (x - mu)^2 overflows for |x| past about sqrt(max) (1.8e19 in float32): var would be inf and
+    x_hat 0. Checked on the (rows, 1) variances, not assumed: such rows are redone scaled
+    (`_normalize_rows_scaled`), which costs ordinary rows nothing."""
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught just below
+        np.subtract(x, _row_means(x), out=x_hat)  # x - mu
+        var = _row_means(np.square(x_hat))
+    big = ~np.isfinite(var[:, 0])
     var += eps
     np.sqrt(var, out=rstd)
     np.divide(1, rstd, out=rstd)
     x_hat *= rstd
+    if big.any():
+        x_hat[big], rstd[big] = _normalize_rows_scaled(x[big], eps)
+
+
+def _normalize_rows_scaled(x: np.ndarray, eps) -> tuple[np.ndarray, np.ndarray]:
+    """(x_hat, rstd) of rows x, computed on x / c with c = max |x| per row, so no square can
+    overflow: with x = c x', var = c^2 var', and
+        x_hat = (x' - mu') / sqrt(var' + eps / c^2),   rstd = 1 / (c sqrt(var' + eps / c^2)).
+    eps / c^2 is taken as (sqrt(eps) / c)^2 (c^2 itself may overflow). Inf or NaN in a row stay
+    NaN, as in the plain path."""
+    c = np.max(np.abs(x), axis=1, keepdims=True)
+    c[~np.isfinite(c) | (c == 0)] = 1
+    xs = x / c
+    d = xs - _row_means(xs)  # |d| <= 2
+    denom = _row_means(d * d) + np.square(np.sqrt(eps) / c)
+    flat = denom == 0  # a constant row so large that eps / c^2 underflowed: x_hat = 0
+    denom[flat] = 1
+    rstd_s = 1 / np.sqrt(denom)  # c * rstd
+    rstd = rstd_s / c
+    rstd[flat] = 1 / np.sqrt(eps)
+    return d * rstd_s, rstd
 
 
 def _normalize_rows_grad(g: np.ndarray, w: np.ndarray | None, x_hat: np.ndarray, rstd: np.ndarray,
@@ -217,6 +244,7 @@ def _row_blocks(a: np.ndarray) -> list[slice]:
 # ----------------------------------------------------------------------------- GELU
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+GELU_CLIP = 1e3  # see `_gelu_tanh_grad`
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
@@ -243,12 +271,18 @@ def _gelu_tanh(x: np.ndarray, t: np.ndarray, y: np.ndarray) -> None:
 def _gelu_tanh_grad(x: np.ndarray, t: np.ndarray, g: np.ndarray, dx: np.ndarray) -> None:
     """dx = g * (1 + t + x (1 - t^2) du) / 2,  du = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
           = g * (1 + t) * (1/2 + (1 - t) * x du / 2)     (1 - t^2 = (1 - t)(1 + t)):
-    ten passes over x's size instead of eleven."""
-    np.multiply(x, x, out=dx)
+    eleven passes over x's size instead of twelve.
+
+    x du / 2 is taken at x clipped to [-GELU_CLIP, GELU_CLIP]: past |x| ~ 20, t is exactly +-1
+    (in float64 too), so the term is multiplied by 0 and the clip changes nothing, but x^3 of
+    an unclipped |x| > 1.8e19 (float32) would be inf, and inf * 0 NaN instead of the limit 1
+    (x -> inf) or 0 (x -> -inf)."""
+    other = np.clip(x, -GELU_CLIP, GELU_CLIP, out=np.empty_like(dx))
+    np.multiply(other, other, out=dx)
     dx *= 0.5 * 3 * 0.044715 * _SQRT_2_OVER_PI
     dx += 0.5 * _SQRT_2_OVER_PI
-    dx *= x  # x du / 2
-    other = np.subtract(1, t)
+    dx *= other  # x du / 2
+    np.subtract(1, t, out=other)
     dx *= other
     dx += 0.5
     dx *= np.add(t, 1, out=other)  # reuse the buffer for 1 + t
@@ -271,11 +305,13 @@ class GELU(Function):
         if approximate == "tanh":
             x = np.ascontiguousarray(x).reshape(x.shape)  # (reshape: ascontiguousarray makes 0-d 1-d)
             t, y = np.empty_like(x), np.empty_like(x)
-            _by_pieces(_gelu_tanh, (x,), (t, y))
+            with np.errstate(over="ignore"):  # x^3 = inf for huge |x|: tanh(+-inf) = +-1, right
+                _by_pieces(_gelu_tanh, (x,), (t, y))
             ctx.save_for_backward(x, t)
             return y
         u = x * math.sqrt(0.5)
-        cdf = 0.5 * (1 + (erf_float32(u) if x.dtype == np.float32 and u.ndim else erf(u)))
+        with np.errstate(over="ignore"):  # u^2 = inf for huge |u|: erf is then +-1, right
+            cdf = 0.5 * (1 + (erf_float32(u) if x.dtype == np.float32 and u.ndim else erf(u)))
         ctx.save_for_backward(x, cdf)
         return (x * cdf).astype(x.dtype, copy=False)
 
@@ -287,7 +323,8 @@ class GELU(Function):
             dx = np.empty(np.broadcast_shapes(x.shape, g.shape), np.result_type(x, g))
             _by_pieces(_gelu_tanh_grad, (x, s, g), (dx,))
             return dx
-        return g * (s + x * (_INV_SQRT_2PI * np.exp(-0.5 * x * x)))
+        with np.errstate(over="ignore"):  # x^2 = inf for huge |x|: exp(-inf) = 0, right
+            return g * (s + x * (_INV_SQRT_2PI * np.exp(-0.5 * x * x)))
 
 
 # ----------------------------------------------------------------------------- dropout

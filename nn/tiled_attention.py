@@ -219,7 +219,8 @@ def _flat(x: np.ndarray, lead: tuple[int, ...], dtype) -> np.ndarray:
     arrays, made forward + backward at (B, H, T, D) = (2, 4, 1024, 32), one thread, 3-24% slower
     (four runs)."""
     full = np.broadcast_to(x, lead + x.shape[-2:])
-    return np.ascontiguousarray(full, dtype=dtype).reshape((-1,) + x.shape[-2:])
+    # (math.prod(lead), not -1: reshape cannot infer -1 for an empty array)
+    return np.ascontiguousarray(full, dtype=dtype).reshape((math.prod(lead),) + x.shape[-2:])
 
 
 class _Tiles:

@@ -190,6 +190,41 @@ def test_recorder_is_removed_after_an_exception_and_recorders_nest():
     assert fused_attention._recorders == []
 
 
+def test_a_recorder_sees_only_its_own_thread():
+    """A recorder open in thread A collects none of the attention a model computes in thread B
+    (while A's recorder is open), and B's own recorder collects only B's."""
+    import threading
+
+    model_a, model_b, x = tiny_gpt(num_layers=1), tiny_gpt(num_layers=2), ids()
+    opened, b_done = threading.Event(), threading.Event()
+    seen_in_b = {}
+
+    def run_b():
+        try:
+            opened.wait()
+            seen_in_b["open at start"] = len(fused_attention._recorders)  # a new thread: none
+            model_b(x)  # while A's recorder is open
+            with nn.record_attention(model_b) as maps_b:
+                model_b(x)
+            seen_in_b["maps"] = maps_b
+        finally:
+            b_done.set()
+
+    thread = threading.Thread(target=run_b)
+    thread.start()
+    with nn.record_attention(model_a) as maps_a:
+        opened.set()
+        assert b_done.wait(60)
+        model_a(x)
+    thread.join()
+    assert seen_in_b["open at start"] == 0
+    assert [r.name for r in maps_a] == ["blocks.0.attn"]  # its own model's one layer, once
+    assert maps_a[0].module is model_a.blocks[0].attn
+    assert [r.name for r in seen_in_b["maps"]] == ["blocks.0.attn", "blocks.1.attn"]
+    assert all(r.module in (model_b.blocks[0].attn, model_b.blocks[1].attn) for r in seen_in_b["maps"])
+    assert fused_attention._recorders == []
+
+
 def test_weights_of_an_unknown_name_lists_what_was_recorded():
     model, x = tiny_gpt(num_layers=1), ids()
     with nn.record_attention(model) as maps:

@@ -1,5 +1,7 @@
 """Scaled dot-product attention: the fused op against its composed twin, gradients, masks, edges."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -7,7 +9,7 @@ from hypothesis import strategies as st
 from maskdraw import draw_mask
 
 import minigrad as mg
-from minigrad.nn.fused_attention import attention_reference, scaled_dot_product_attention
+from minigrad.nn.fused_attention import attention_reference, scaled_dot_product_attention, tiled_attention
 from minigrad.testing import arrays, broadcastable_shapes
 
 sdpa = scaled_dot_product_attention
@@ -242,3 +244,146 @@ def test_clear_errors(shapes, mask, match):
 def test_integer_mask_is_a_type_error():
     with pytest.raises(TypeError, match="bool"):
         sdpa(mg.randn(2, 3), mg.randn(4, 3), mg.randn(4, 2), mask=np.ones((2, 4), dtype=np.int64))
+
+
+# ----------------------------------------------------------------------------- extremes
+
+
+def _overflow_case(dtype):
+    """A score ~85 (float32; ~705 in float64) above the row's first: exp stays finite but
+    E V = exp(gap) * 1000 does not."""
+    gap = 85.0 if dtype == np.float32 else 705.0
+    q = np.array([[[gap]]], dtype)
+    k, v = np.array([[[0.0], [1.0]]], dtype), np.array([[[0.0], [1000.0]]], dtype)
+    return q, k, v
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("how", ["plain", "causal-2-queries", "bool-mask", "float-mask"])
+def test_a_score_far_above_the_first_gives_the_softmax_not_inf(dtype, how):
+    q, k, v = _overflow_case(dtype)
+    kw = dict(scale=1.0)
+    if how == "causal-2-queries":  # query 1 sees both keys, query 0 only key 0
+        q = np.concatenate([q, q], axis=1)
+        kw["is_causal"] = True
+    elif how == "bool-mask":
+        kw["mask"] = np.array([[True, True]])
+    elif how == "float-mask":
+        kw["mask"] = np.zeros((1, 2), dtype)
+    ts = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]
+    out = sdpa(*ts, **kw)
+    out.backward(np.ones(out.shape, dtype))
+    ref_ts = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]
+    ref = attention_reference(*ref_ts, **kw)
+    ref.backward(np.ones(ref.shape, dtype))
+    np.testing.assert_allclose(out.data[..., -1, :], [[1000.0]], rtol=1e-6)
+    np.testing.assert_allclose(out.data, ref.data, rtol=1e-6)
+    for t, r in zip(ts, ref_ts):
+        assert np.isfinite(t.grad).all()
+        np.testing.assert_allclose(t.grad, r.grad, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_multihead_attention_at_a_large_score_gap_is_finite(dtype):
+    """nn.MultiheadAttention (the packed kernel) where one head's scores differ by ~85 / ~705."""
+    import minigrad.nn as nn
+
+    mg.manual_seed(0)
+    mha = nn.MultiheadAttention(2, 1)
+    for p in mha.parameters():
+        p.data = p.data.astype(dtype)
+    x = np.zeros((1, 3, 2), dtype)
+    x[0, :, 0] = [0.0, 1.0, 1000.0]  # values grow with the scores
+    gap = 85.0 if dtype == np.float32 else 705.0
+    for p in mha.parameters():
+        p.data[...] = 0
+    mha.q_proj.weight.data[0, 1] = gap * np.sqrt(2)  # q = gap sqrt(2) from feature 1 (= 1); scale 1/sqrt(2)
+    mha.k_proj.weight.data[0, 0] = 1 / 1000  # k_j = x_j0 / 1000: scores 0, gap / 1000, gap
+    mha.v_proj.weight.data[0, 0] = 1.0  # v_j = x_j0: 0, 1, 1000
+    mha.out_proj.weight.data[...] = np.eye(2, dtype=dtype)
+    x[0, :, 1] = 1.0
+    xt = mg.tensor(x, requires_grad=True)
+    out = mha(xt, xt, xt)
+    out = out[0] if isinstance(out, tuple) else out
+    out.backward(np.ones(out.shape, dtype))
+    np.testing.assert_allclose(out.data[0, :, 0], 1000.0, rtol=1e-6)  # every query: all on key 2
+    assert np.isfinite(xt.grad).all()
+    assert all(np.isfinite(p.grad).all() for p in mha.parameters())
+
+
+ALL_PATHS = pytest.mark.parametrize("fn", [sdpa, attention_reference, tiled_attention],
+                                    ids=["sdpa", "reference", "tiled"])
+
+
+@ALL_PATHS
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_over_zero_keys_gives_zeros_and_zero_gradients(fn, causal):
+    q = mg.tensor(np.random.default_rng(0).standard_normal((2, 3, 4)), requires_grad=True)
+    k, v = (mg.tensor(np.zeros((2, 0, f)), requires_grad=True) for f in (4, 5))
+    out = fn(q, k, v, is_causal=causal)
+    assert out.shape == (2, 3, 5) and np.all(out.data == 0)
+    out.backward(np.ones(out.shape))
+    assert q.grad.shape == (2, 3, 4) and np.all(q.grad == 0)
+    assert k.grad.shape == (2, 0, 4) and v.grad.shape == (2, 0, 5)
+
+
+@ALL_PATHS
+def test_attention_with_zero_features_is_the_mean_of_the_values(fn):
+    """d = 0: every score is an empty sum, 0, so the softmax is uniform (as in PyTorch)."""
+    v0 = np.random.default_rng(1).standard_normal((2, 4, 5))
+    q, k = (mg.tensor(np.zeros((2, t, 0)), requires_grad=True) for t in (3, 4))
+    v = mg.tensor(v0, requires_grad=True)
+    out = fn(q, k, v)
+    np.testing.assert_allclose(out.data, np.broadcast_to(v0.mean(1, keepdims=True), (2, 3, 5)), rtol=1e-12)
+    out.backward(np.ones(out.shape))
+    assert q.grad.shape == (2, 3, 0) and k.grad.shape == (2, 4, 0)
+    np.testing.assert_allclose(v.grad, np.full((2, 4, 5), 3 / 4))
+
+
+def test_zero_features_match_torch():
+    torch = pytest.importorskip("torch", reason="needs the torch extra: pip install 'minigrad[torch]'")
+    v0 = np.random.default_rng(2).standard_normal((1, 4, 3))
+    want = torch.nn.functional.scaled_dot_product_attention(
+        torch.zeros(1, 2, 0, dtype=torch.float64), torch.zeros(1, 4, 0, dtype=torch.float64),
+        torch.tensor(v0)).numpy()
+    got = sdpa(mg.tensor(np.zeros((1, 2, 0))), mg.tensor(np.zeros((1, 4, 0))), mg.tensor(v0)).data
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------- mask mistakes
+
+
+@pytest.mark.parametrize("fn", [sdpa, attention_reference], ids=["sdpa", "reference"])
+def test_a_float_mask_of_only_0_and_1_warns(fn):
+    q, k, v = mg.randn(2, 3), mg.randn(4, 3), mg.randn(4, 2)
+    ones_and_zeros = np.tri(2, 4, dtype=np.float32)  # meant as "True = may attend"
+    with pytest.warns(UserWarning, match=r"only 0s and 1s.*masks nothing.*bool mask \(True = may attend"):
+        fn(q, k, v, mask=ones_and_zeros)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a real float mask, with -inf and biases, is quiet
+        fn(q, k, v, mask=np.where(ones_and_zeros > 0, 0.0, -np.inf).astype(np.float32))
+        fn(q, k, v, mask=np.zeros((2, 4), np.float32))
+        fn(q, k, v, mask=np.full((2, 4), 0.5, np.float32))
+
+
+def test_a_float_mask_of_0_and_1_warns_in_every_entry_point():
+    import minigrad.nn as nn
+    import minigrad.nn.functional as F
+
+    mask = np.tri(3, 3, dtype=np.float32)
+    with pytest.warns(UserWarning, match="packed_self_attention: the float mask holds only 0s and 1s"):
+        F.packed_self_attention(mg.randn(1, 3, 6), 1, mask=mask)
+    with pytest.warns(UserWarning, match="tiled_attention: the float mask"):
+        F.tiled_attention(mg.randn(3, 2), mg.randn(3, 2), mg.randn(3, 2), mask=mask)
+    with pytest.warns(UserWarning, match="masked_softmax: the float mask"):
+        nn.masked_softmax(mg.randn(3, 3), mask)
+
+
+def test_integer_mask_error_names_both_fixes():
+    import minigrad.nn as nn
+
+    advice = r"bool mask \(True = may attend.*-inf where attending is forbidden"
+    with pytest.raises(TypeError, match=r"scaled_dot_product_attention: .*int64; use a " + advice):
+        sdpa(mg.randn(2, 3), mg.randn(4, 3), mg.randn(4, 2), mask=np.ones((2, 4), dtype=np.int64))
+    with pytest.raises(TypeError, match=r"masked_softmax: .*int64; use a " + advice):
+        nn.masked_softmax(mg.randn(2, 4), np.ones((2, 4), dtype=np.int64))

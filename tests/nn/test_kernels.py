@@ -260,6 +260,48 @@ def test_layer_norm_constant_rows_are_stable(dtype):
     np.testing.assert_allclose(x.grad, (gx - gx.mean(-1, keepdims=True)) / np.sqrt(dtype(1e-5)), rtol=1e-5)
 
 
+@pytest.mark.parametrize("size", [1e20, 1e30, 1e37])
+def test_layer_norm_of_float32_rows_past_sqrt_max_is_right(size):
+    """(x - mu)^2 overflows float32 past ~1.8e19: the kernel still gives the float64 values and
+    gradients (not zeros), and rows of ordinary size beside them are untouched."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 5))
+    x[0] *= size
+    x[1] = 4e36 if size > 1e30 else 2 * size  # a huge constant row: x_hat = 0
+    w, g = rng.standard_normal(5), rng.standard_normal((3, 5))
+    rows = [0, 2]  # (float64's own mean of a constant row near 1e36 is off by its rounding)
+    out = {}
+    for dtype in (np.float32, np.float64):
+        ts = [Tensor(a.astype(dtype), requires_grad=True) for a in (x, w)]
+        y = F.layer_norm(ts[0], 5, ts[1])
+        y.backward(g.astype(dtype))
+        out[dtype] = [y.data, ts[0].grad, ts[1].grad]
+    for got, want in zip(out[np.float32][:2], out[np.float64][:2]):
+        assert np.isfinite(got).all()
+        np.testing.assert_allclose(got[rows], want[rows], rtol=1e-4, atol=1e-5 * np.abs(want[rows]).max())
+    y, dx, dw = out[np.float32]
+    assert np.abs(y[0]).max() > 0.5  # not the zeros an overflowed variance gives
+    np.testing.assert_array_equal(y[1], 0)  # the constant row: x_hat = 0, dx = (gx - mean gx) / sqrt(eps)
+    gx = g[1] * w
+    np.testing.assert_allclose(dx[1], (gx - gx.mean()) / np.sqrt(1e-5), rtol=1e-4)
+    x_hat = out[np.float64][0][rows] / w  # (float64; w has no zeros here)
+    np.testing.assert_allclose(dw, (g[rows] * x_hat).sum(0), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_tanh_gradient_at_huge_inputs_is_its_limit(dtype):
+    """x^3 overflows for huge |x|; the slope is still 1 (x -> inf) and 0 (x -> -inf), not NaN."""
+    big = 1e30 if dtype == np.float32 else 1e300
+    x = Tensor(np.array([big, -big, 1e20, -1e20, 2.0], dtype), requires_grad=True)
+    y = F.gelu(x, approximate="tanh")
+    y.backward(np.ones(5, dtype))
+    np.testing.assert_array_equal(y.data[:4], np.array([big, 0, 1e20, 0], dtype))
+    np.testing.assert_array_equal(x.grad[:4], [1, 0, 1, 0])
+    t = math.tanh(math.sqrt(2 / math.pi) * (2 + 0.044715 * 8))
+    slope = 0.5 * (1 + t) + (1 - t * t) * math.sqrt(2 / math.pi) * (1 + 3 * 0.044715 * 4)
+    np.testing.assert_allclose(x.grad[4], slope, rtol=1e-6)
+
+
 def test_layer_norm_normalizes():
     x = np.random.default_rng(4).normal(3.0, 5.0, (3, 2, 50))
     y = F.layer_norm(Tensor(x), (2, 50)).data
