@@ -217,8 +217,8 @@ assert report.diagnosis == ["ignores_upstream_grad"]
 # Then `check("attention_backward", MyAttention, train=True)` (or `minigrad exercise check
 # attention_backward --train`) swaps your op into the tiny GPT, trains it for 200 steps next
 # to the library's own run (same seed, same batches), and prints both loss curves: with a
-# right backward they agree to float precision (the largest difference we measured was
-# 4.8e-07). It is left out here to keep the notebook quick; the test suite runs it.
+# right backward they agree to float precision, and the grader says "the loss curves agree".
+# It is left out here to keep the notebook quick; the test suite runs it.
 
 # %%
 from minigrad.nn.fused_attention import Attention as LibraryAttention  # noqa: E402

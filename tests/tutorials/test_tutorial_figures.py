@@ -1,0 +1,310 @@
+"""The figures the tutorials state, in tutorials/README.md and in their own text, against what
+they print when run (the `runs` fixture: every tutorial once per session)."""
+
+import re
+from decimal import Decimal
+
+import numpy as np
+from tutorial_runs import ROOT, TUTORIALS
+from tutorial_runs import lines as _lines
+
+# ------------------------------------------------------------------- the figures the texts state
+# Every figure that tutorials/README.md or a tutorial's own text states is read from that text
+# and compared with what the tutorial prints, as are both sides of every comparison it draws,
+# so neither text nor output can drift from what the code computes. A stated figure agrees
+# with the printed one within half a unit of its last written digit (the text's rounding)
+# plus an allowance: none for a figure computed without training; TRAINED_POINTS or
+# TRAINED_LOSS for one that a training run produces, whose last digits move with the float
+# rounding of the machine and its BLAS. A NaN agrees with nothing.
+
+TRAINED_POINTS = 1.0  # percentage points of an accuracy: 2 of 200 test examples
+TRAINED_LOSS = 0.03  # in a mean training loss (nats)
+NUMBER = r"(nan|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)"
+WORDS = {"one": 1, "two": 2, "three": 3, "seven": 7, "ten": 10}
+
+
+def _readme(name: str) -> str:
+    """The row of tutorials/README.md's table that describes a tutorial."""
+    readme = (TUTORIALS / "README.md").read_text()
+    (row,) = [line for line in readme.splitlines() if line.startswith(f"| `{name}` |")]
+    return row
+
+
+def _markdown(name: str) -> str:
+    """A tutorial's text cells, their lines joined by spaces (a sentence may wrap)."""
+    words, inside = [], False
+    for line in (TUTORIALS / name).read_text().splitlines():
+        if line.startswith("# %%"):
+            inside = line.startswith("# %% [markdown]")
+        elif inside:
+            words.append(line.removeprefix("#").strip())
+    return " ".join(words)
+
+
+def _stated(text: str, pattern: str) -> tuple[str, ...]:
+    """The figures a pattern's groups pick out of a text, as written there."""
+    match = re.search(pattern, text)
+    assert match, f"no text matches {pattern!r}; the text was changed without its test"
+    return match.groups()
+
+
+def _printed(runs, name: str, pattern: str, index: int = 0) -> tuple[float, ...]:
+    """The numbers of the index-th printed line that matches (nan for a printed nan)."""
+    found = _lines(runs, name, pattern)
+    groups = found[index] if isinstance(found[index], tuple) else (found[index],)
+    return tuple(float(g) for g in groups)
+
+
+def _agrees(printed: float, stated: str, allowance: float = 0.0, what: str = "") -> None:
+    tolerance = 0.5 * 10.0 ** Decimal(stated).as_tuple().exponent + allowance
+    assert abs(printed - float(stated)) <= tolerance, (
+        f"{what}: the text says {stated}, the tutorial computes {printed:.6g} (tolerance "
+        f"{tolerance:g}); correct the text, or the code if the figure is what it should give")
+
+
+def test_01_gradcheck_names_the_broken_input_and_element(runs):
+    name = "01_autograd.py"
+    assert _lines(runs, name, r"^gradcheck failed for a \(input 0, shape \(2, 3\)\) at element \(0, 0\)")
+    assert _lines(runs, name, r"^gradcheck failed for b \(input 1, shape \(3,\)\) at element \(0,\)")
+    assert _lines(runs, name, r"^    3 of 3 elements disagree$")
+    assert _lines(runs, name, r"^    pattern: analytic is the negative of numeric: a sign error$")
+    assert _lines(runs, name, r"summed over axes \(0,\) of \(2, 3\)\s+\[5, 7, 9\]")
+
+
+def test_01_the_backward_by_hand_table_is_what_backward_gives(runs):
+    """Every row of the markdown table (node, value, dL/dnode) against the printed gradients."""
+    name = "01_autograd.py"
+    rows = re.findall(r"\| (\w) (?:= [^|]+)?\| (-?\d+) \| (?:[^|]*= )?(-?\d+) \|", _markdown(name))
+    assert len(rows) == 7, rows
+    printed = dict(_lines(runs, name, rf"^dL/d(\w): by hand +\S+ +backward\(\) +{NUMBER}$"))
+    for node, _, grad in rows:
+        _agrees(float(printed[node]), grad, what=f"dL/d{node}")
+    _agrees(*_printed(runs, name, rf"^L = {NUMBER}$"), rows[0][1], what="L")
+
+
+def test_02_prints_the_slide_numbers(runs):
+    name = "02_attention_by_hand.py"
+    weights, output = _stated(_readme(name), r"weights \[([\d., ]+)\], output \[([\d., ]+)\]")
+    (exact,) = _stated(_markdown(name), r"exactly `\[([\d., ]+)\]`")
+    assert exact == output
+    (w_printed,) = _lines(runs, name, r"^weights\s+\[(.*)\]$")
+    (o_printed,) = _lines(runs, name, r"^output\s+\[(.*)\]$")
+    for printed, stated in ((w_printed, weights), (o_printed, output)):
+        values, claims = printed.split(), stated.split(", ")
+        assert len(values) == len(claims)
+        for value, claim in zip(values, claims):
+            _agrees(float(value), claim, what="the worked example")
+
+
+def test_03_layer_matches_and_equivariance_holds_without_positions(runs):
+    (diff,) = _lines(runs, "03_transformer_layer.py", r"^output \(2, 6, 16\) largest difference: (\S+)")
+    assert float(diff) < 1e-6
+    (gap,) = _lines(runs, "03_transformer_layer.py", r"^no positions: .* = (\S+)$")
+    assert float(gap) < 1e-12
+
+
+def test_04_trains_in_the_time_stated_and_the_cache_changes_nothing(runs):
+    name = "04_gpt.py"
+    before, after = _printed(runs, name, rf"validation loss {NUMBER} -> {NUMBER}")
+    assert after < before - 1.0
+    start, log_v = _printed(runs, name, rf"^validation loss before training: {NUMBER} +\(ln V = {NUMBER}\)")
+    assert abs(start - log_v) < 0.1  # "a loss near ln(V)"
+    (chars,) = _stated(_markdown(name), r"we keep the first ([\d,]+) characters")
+    assert _lines(runs, name, rf"^{chars} characters, ")
+    # "in about ten seconds on one CPU thread" (README and text), in the CPU time of the training,
+    # which other work on the machine changes less than the wall time; within 2x either way
+    for text in (_readme(name), _markdown(name)):
+        (seconds,) = _stated(text, r"in about (\w+) seconds")
+        _, took = _printed(runs, name, rf"^\d+ steps in {NUMBER} s \({NUMBER} s of CPU\);")
+        assert WORDS[seconds] / 2 < took < 2 * WORDS[seconds], f"{name}: {took} s of CPU, said {seconds}"
+    assert _lines(runs, name, r"same tokens: True$") == ["same tokens: True"] * 2
+    # the cache's speed-up, quoted from the README's benchmarks/generation.py table
+    quoted = _stated(_markdown(name), r"with the cache, (\S+)x the tokens per second of no cache at "
+                     r"the `tiny` preset, (\S+)x at `quick`, (\S+)x at `small`")
+    readme = (ROOT / "README.md").read_text()
+    for preset, figure in zip(("tiny", "quick", "small"), quoted):
+        (measured,) = _stated(readme, rf"\| {preset} \| \d+ \| \d+ \| ([\d.]+)x \|")
+        _agrees(float(measured), figure, what=f"generation speed-up at {preset}")
+
+
+def test_05_the_grader_names_each_mistake_then_passes(runs):
+    name = "05_attention_backward.py"
+    codes = _lines(runs, name, r"^diagnosis: (\w+)$")
+    assert codes == ["mask_after_softmax", "missing_rowsum_term", "transposed_grad", "ignores_upstream_grad"]
+    assert _lines(runs, name, r"^all \d+ checks passed$")
+
+
+def test_06_the_bottleneck_and_attention_on_dates(runs):
+    name = "06_rnn_encoder_decoder.py"
+    row, text = _readme(name), _markdown(name)
+    (influence,) = _stated(row, rf"the first source character's influence on the final state is {NUMBER} ")
+    (untrained, trained) = _printed(runs, name, rf"untrained {NUMBER}, trained without attention {NUMBER}$")
+    _agrees(untrained, influence, what="untrained influence of the first character")
+    assert trained > 100 * untrained  # "training taught the GRU's gates to carry the first character"
+    with_attn, without = _stated(row, rf"exact match {NUMBER}% vs {NUMBER}%")
+    (got_with,) = _printed(runs, name, rf"^attention=True : exact match {NUMBER}%")
+    (got_without,) = _printed(runs, name, rf"^attention=False: exact match {NUMBER}%")
+    _agrees(got_with, with_attn, TRAINED_POINTS, "dates with attention")
+    _agrees(got_without, without, TRAINED_POINTS, "dates without attention")
+    assert got_with > got_without + 30
+    for alignment in ("dot", "scaled dot"):  # "its weights ([0.79, ...]) are sharper than ([0.67, ...])"
+        pattern = r"\*\*dot\*\* .*?weights \(\[([\d., ]+)\]\) .*? scaled version's \(\[([\d., ]+)\]\)"
+        stated = _stated(text, pattern)[alignment == "scaled dot"].split(", ")
+        (row_printed,) = _lines(runs, name, rf"^{alignment} +\[.*?\] +\[([\d. ]+)\] ")
+        for value, claim in zip(row_printed.split(), stated, strict=True):
+            _agrees(float(value), claim, what=f"{alignment} weights")
+    # the README's quality table, quoted: the plain RNN at the README's budget
+    (quoted,) = _stated(text, rf"`hidden_size` 128 give it {NUMBER}%")
+    (table,) = _stated((ROOT / "README.md").read_text(),
+                       rf"\| `dates-noattn` \| \d+ \| exact match {NUMBER}% \|")
+    _agrees(float(table), quoted, what="the README's dates-noattn row, quoted by tutorial 06")
+
+
+def test_07_greedy_against_beam_half_way_and_trained(runs):
+    name = "07_encoder_decoder_transformer.py"
+    row = _readme(name)
+    half = _stated(row, rf"half-way \(exact match {NUMBER}% vs {NUMBER}%; beam finds a more likely "
+                   rf"output for (\d+) of 200 sources\) and trained \({NUMBER}% vs {NUMBER}%\)")
+    pattern = {decoder: rf"^  {decoder} +: exact match +{NUMBER}%" for decoder in ("greedy", "beam 4")}
+    for index, (greedy, beam) in enumerate((half[:2], half[3:])):
+        (got_greedy,) = _printed(runs, name, pattern["greedy"], index)
+        (got_beam,) = _printed(runs, name, pattern["beam 4"], index)
+        _agrees(got_greedy, greedy, TRAINED_POINTS, f"greedy, {('half-way', 'trained')[index]}")
+        _agrees(got_beam, beam, TRAINED_POINTS, f"beam search, {('half-way', 'trained')[index]}")
+        assert got_beam >= got_greedy
+    better, worse = _printed(runs, name, r"^beam found a more likely output for (\d+) sources, "
+                                         r"a less likely one for (\d+)$")
+    _agrees(better, half[2], 2 * TRAINED_POINTS, "sources where beam search finds a more likely output")
+    assert better > worse
+
+
+def test_08_masking_pretraining_context_and_fine_tuning(runs):
+    name = "08_bert.py"
+    row = _readme(name)
+    (vocabulary,) = _stated(_markdown(name), r"keeps the ([\d,]+) most frequent tokens")
+    assert _lines(runs, name, rf"^vocabulary {vocabulary.replace(',', '')} tokens ")
+    claims = _stated(row, rf"masking measured on a batch \({NUMBER}; {NUMBER} / {NUMBER} / {NUMBER}\)")
+    for what, claim in zip(("selected", "-> \\[MASK\\]", "-> a random word", "-> unchanged"), claims):
+        (value,) = _printed(runs, name, rf"^  {what} .*? {NUMBER}$")
+        _agrees(value, claim, what=f"masking: {what}")
+    steps, masked, commonest, nsp = _stated(
+        row, rf"(\d+) pretraining steps \(masked words {NUMBER}% vs {NUMBER}% for the commonest word, "
+             rf"next sentence {NUMBER}%\)")
+    assert _lines(runs, name, rf"^{steps} steps in ")
+    after = {key: _printed(runs, name, rf"^  {key} +{NUMBER} -> {NUMBER}$")[1]
+             for key in ("mlm_acc", "mlm_baseline", "nsp_acc")}
+    _agrees(100 * after["mlm_acc"], masked, TRAINED_POINTS, "masked-word accuracy")
+    _agrees(100 * after["mlm_baseline"], commonest, what="the commonest word's share")
+    _agrees(100 * after["nsp_acc"], nsp, TRAINED_POINTS, "next sentence accuracy")
+    assert after["mlm_acc"] > after["mlm_baseline"] and after["nsp_acc"] > 0.5  # "above the coin flip's 50%"
+    (cosine,) = _stated(row, rf"two vectors \(cosine {NUMBER}\), a static embedding one")
+    (got,) = _printed(runs, name, rf"^  after encoder layer 1 +verb vs noun: {NUMBER} ")
+    _agrees(got, cosine, TRAINED_POINTS / 100, "cosine of the two vectors of one word")
+    static = rf"^static embedding of 'return' in both sentences: cosine {NUMBER}$"
+    assert _printed(runs, name, static) == (1.0,)
+    pretrained, scratch = _stated(row, rf"{NUMBER}% from the pretrained encoder vs {NUMBER}% from scratch")
+    (got_pre,) = _printed(runs, name, rf"^  from the pretrained encoder: {NUMBER}%$")
+    (got_scratch,) = _printed(runs, name, rf"^  from scratch: +{NUMBER}%$")
+    _agrees(got_pre, pretrained, TRAINED_POINTS, "fine-tuned from the pretrained encoder")
+    _agrees(got_scratch, scratch, TRAINED_POINTS, "fine-tuned from scratch")
+    assert got_pre > got_scratch
+    # the README's quality table, quoted: the quick preset's 3,000 steps
+    mlm_quoted, nsp_quoted = _stated(_markdown(name),
+                                     rf"reaches {NUMBER}% of masked words and about {NUMBER}%")
+    mlm_table, nsp_table = _stated((ROOT / "README.md").read_text(),
+                                   rf"masked-word accuracy {NUMBER}% .*?; next sentence {NUMBER}%")
+    _agrees(float(mlm_table), mlm_quoted, what="the README's BERT row, quoted by tutorial 08")
+    assert abs(float(nsp_table) - float(nsp_quoted)) <= 3, "tutorial 08 quotes the README's BERT row"
+
+
+def test_09_positions_and_data_matter_and_a_bag_of_patches_ignores_their_order(runs):
+    name = "09_vit.py"
+    full, bag, small = _stated(_readme(name), rf"training \({NUMBER} test accuracy\).*? a bag of "
+                               rf"patches \({NUMBER}, and .*? it reaches {NUMBER}")
+    allowance = TRAINED_POINTS / 100
+    train, test = _stated(_markdown(name), r"\((\d+) to train on, (\d+) to test on")
+    assert _lines(runs, name, rf"^train \({train}, 1, 8, 8\) test \({test}, 1, 8, 8\)$")
+    (got_full,) = _printed(runs, name, rf"^600 steps in .* test accuracy {NUMBER}")
+    got_bag, same = _printed(runs, name,
+                             rf"^no positions: +test accuracy {NUMBER}; .* for {NUMBER}% of the images")
+    (got_small,) = _printed(runs, name, rf"^  200 training images: test accuracy {NUMBER}$")
+    _agrees(got_full, full, allowance, "ViT with positions, 1437 images")
+    _agrees(got_bag, bag, allowance, "ViT without positions")
+    _agrees(got_small, small, allowance, "ViT on 200 images")
+    assert same == 100 and got_bag < got_full - 0.2 and got_small < got_full - 0.05
+    # "fits its images better than the full model fits 1437, and still tests worse"
+    fit_small, fit_full = _printed(runs, name, rf"^training loss of the last 20 steps: {NUMBER} on 200 "
+                                               rf"images, {NUMBER} on 1437$")
+    assert fit_small < fit_full
+    near, far = _printed(runs, name, rf"^cosine similarity of position vectors: neighbours {NUMBER}, "
+                                     rf"3\+ steps apart {NUMBER}$")
+    assert abs(near) < 0.2 and abs(far) < 0.2  # "Both cosine similarities are near zero"
+    (seconds,) = _stated(_markdown(name), r"training, in about (\w+) seconds on one CPU thread")
+    _, took = _printed(runs, name, rf"^600 steps in {NUMBER} s \({NUMBER} s of CPU\);")
+    assert WORDS[seconds] / 2 < took < 2 * WORDS[seconds], f"{name}: {took} s of CPU, said about {seconds}"
+
+
+def test_10_post_norm_needs_the_warm_up(runs):
+    name = "10_pre_post_norm.py"
+    found = dict(_lines(runs, name, rf"^\s+(\S+-norm\s+lr \S+\s+warm-up\s+\d+) steps: {NUMBER}$"))
+    losses = {" ".join(key.split()): float(value) for key, value in found.items()}
+    assert len(losses) == 5 and all(np.isfinite(list(losses.values()))), losses
+    post, pre = losses["post-norm lr 1e-02 warm-up 0"], losses["pre-norm lr 1e-02 warm-up 0"]
+    stated_post, stated_pre = _stated(_readme(name), rf"without warm-up: loss {NUMBER} vs {NUMBER}\)")
+    _agrees(post, stated_post, TRAINED_LOSS, "post-norm, lr 1e-2, no warm-up")
+    _agrees(pre, stated_pre, TRAINED_LOSS, "pre-norm, lr 1e-2, no warm-up")
+    assert post > pre + 0.5 and losses["post-norm lr 1e-02 warm-up 50"] < post - 0.5
+    assert abs(losses["post-norm lr 1e-03 warm-up 0"] - losses["pre-norm lr 1e-03 warm-up 0"]) < 0.1
+    for diff in _lines(runs, name, rf"library vs equations, largest difference {NUMBER}$"):
+        assert float(diff) < 1e-6
+    text = _markdown(name)
+    (size,) = _stated(text, rf"`sqrt\(D\)` = {NUMBER} per token")
+    grads = {}
+    for norm in ("post-norm", "pre-norm"):
+        (sizes,) = _lines(runs, name, rf"^{norm}: stream size entering layers 1..12 +\[([\d. ]+)\]$")
+        (grad,) = _lines(runs, name, rf"^{norm}: gradient norm of layers 1..12 +\[([\d. ]+)\]$")
+        sizes, grads[norm] = np.array(sizes.split(), float), np.array(grad.split(), float)
+        if norm == "post-norm":
+            for value in sizes[1:]:
+                _agrees(value, size, what="post-norm stream size")
+        else:
+            assert np.all(np.diff(sizes) > 0)  # "the stream grows with depth"
+    (factor,) = _stated(text, r"stay within a factor of (\d+) across the 12 layers")
+    assert all(g.max() < float(factor) * g.min() for g in grads.values())
+    (ratio,) = _printed(runs, name, rf"^last four layers: post-norm gradients are {NUMBER}x pre-norm's$")
+    assert ratio > 1 and grads["post-norm"][-4:].mean() > grads["pre-norm"][-4:].mean()
+
+
+def test_11_reach_and_the_masking_experiment(runs):
+    name = "11_locality_and_explanations.py"
+    row = _readme(name)
+    (layers,) = _stated(row, r"\"bank\" needs (\d+) kernel-3 convolutions")
+    (in_text,) = _stated(_markdown(name), r"\((\w+) kernel-3 layers before \"bank\" can see \"river\"\)")
+    (depth,) = _lines(runs, name, r"^first conv depth at which d out_bank / d x_river != 0: (\d+)")
+    assert depth == layers == str(WORDS[in_text]) == "7"  # distance 7, kernel 3: one word more per layer
+    assert _lines(runs, name, r"^one attention layer: 'bank' depends on 12 of 12 words")
+    weight, factor, other = _stated(row, rf"most-attended word \({NUMBER} of the weight\) moves the "
+                                    rf"output {NUMBER}x less when masked than a word with {NUMBER}")
+    got = _printed(runs, name, rf"^most attended: 'the' \({NUMBER}\); masking it moves the output by "
+                   rf"{NUMBER}, masking 'not' \({NUMBER}\) by {NUMBER}: {NUMBER}x more$")
+    _agrees(got[0], weight, what="the most-attended word's weight")
+    _agrees(got[2], other, what="the other word's weight")
+    _agrees(got[4], factor, what="how much more masking the other word moves the output")
+    assert got[0] > got[2] and got[3] > 3 * got[1]
+
+
+def test_12_the_online_softmax_the_tiles_and_the_memory(runs):
+    name = "12_long_context.py"
+    text = _markdown(name)
+    (rescale,) = _stated(text, rf"`c = exp\(3 - 5\) = {NUMBER}`")
+    rows = _lines(runs, name, rf"^ +\d +\[[\d. ]+\] +{NUMBER} +{NUMBER} ")
+    _agrees(float(rows[1][1]), rescale, what="block 2's rescaling factor")
+    assert float(rows[2][1]) == 1.0  # "The third block's largest score, 4, did not (c = 1)"
+    for kernel, grows in (("tiled", 2), ("untiled", 4)):  # "doubles ... quadruples"
+        (growth,) = _printed(runs, name, rf"^{kernel} +memory at T=1024 / at T=512: {NUMBER}x$")
+        assert abs(growth - grows) <= grows / 4, f"{kernel} memory grows {growth}x, said {grows}x"
+    (last,) = _lines(runs, name, r"^  1024 +([\d.]+) +([\d.]+) ")
+    assert float(last[1]) < float(last[0])  # "for long sequences the tiled kernel is also the faster one"
+    from minigrad.nn.fused_attention import TILED_MIN_LENGTH, TILED_MIN_SCORES
+    scores, length = _stated(text, r"tiled kernel from 2\^(\d+) scores .*? at least (\d+),")
+    assert (2 ** int(scores), int(length)) == (TILED_MIN_SCORES, TILED_MIN_LENGTH)

@@ -1,0 +1,99 @@
+"""Running the numbered tutorials: every one as a script and in a Jupyter kernel, each in its
+own Python with an empty working directory, two at a time. `run_all` does it once per test
+session (the `runs` fixture of conftest.py); the test modules read the runs."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TUTORIALS = ROOT / "tutorials"
+SCRIPTS = sorted(p.name for p in TUTORIALS.glob("[0-9][0-9]_*.py"))
+RUN_NOTEBOOK = Path(__file__).resolve().with_name("run_notebook.py")
+CONCURRENCY = 2  # the machines this runs on have 2 cores; every run is single-threaded
+TIMEOUT = 300  # seconds for one run; a tutorial should take well under a minute
+
+
+@dataclass
+class Run:
+    """One run of a tutorial: as a "script" or in a "kernel"."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    left: list[str]  # files left in its working directory
+    seconds: float
+    figures: list[str] = field(default_factory=list)  # script: PNGs saved to MINIGRAD_FIGURES
+    notebook: dict = field(default_factory=dict)  # kernel: the executed notebook
+
+
+def run_one(kind: str, name: str, base: Path) -> Run:
+    """Run one tutorial in its own Python (and, for "kernel", its own Jupyter kernel), with an
+    empty working directory and one BLAS thread."""
+    work, out = base / "work", base / "out"
+    work.mkdir(parents=True)
+    out.mkdir()
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               MINIGRAD_FIGURES=str(out / "figures"))
+    if kind == "script":
+        env["MPLBACKEND"] = "Agg"
+        command = [sys.executable, str(TUTORIALS / name)]
+    else:
+        env.pop("MPLBACKEND", None)  # the kernel picks its inline backend
+        env.pop("MINIGRAD_FIGURES", None)
+        command = [sys.executable, str(RUN_NOTEBOOK), str(TUTORIALS / name), str(work),
+                   str(out / "run.ipynb")]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+        code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as e:
+        code, stdout = -1, e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        stderr = f"(killed after {TIMEOUT} s)"
+    seconds = time.perf_counter() - t0
+    run = Run(code, stdout, stderr, sorted(p.name for p in work.iterdir()), seconds)
+    if kind == "script" and (out / "figures").is_dir():
+        run.figures = sorted(p.name for p in (out / "figures").iterdir())
+    if kind == "kernel" and (out / "run.ipynb").exists():
+        run.notebook = json.loads((out / "run.ipynb").read_text())
+    return run
+
+
+def children_cpu() -> float:
+    """CPU seconds used by finished child processes (and theirs): the work, whatever the load."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return float("nan")
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_all(tmp_path_factory) -> dict:
+    """Every tutorial as a script and in a kernel, CONCURRENCY runs at a time (the slowest
+    tutorials first). Returns {(kind, name): Run}; prints the time of every run."""
+    jobs = [(kind, name) for name in SCRIPTS for kind in ("kernel", "script")]
+    jobs.sort(key=lambda job: -(TUTORIALS / job[1]).stat().st_size)  # longer files train more
+    t0, cpu0 = time.perf_counter(), children_cpu()
+    with ThreadPoolExecutor(CONCURRENCY) as pool:
+        futures = {job: pool.submit(run_one, *job, tmp_path_factory.mktemp(f"{job[0]}-{job[1][:2]}"))
+                   for job in jobs}
+        results = {job: future.result() for job, future in futures.items()}
+    total, cpu = time.perf_counter() - t0, children_cpu() - cpu0
+    print(f"\n{len(jobs)} tutorial runs, {CONCURRENCY} at a time: {total:.0f} s ({cpu:.0f} s of CPU)")
+    for (kind, name), run in sorted(results.items(), key=lambda item: item[0][::-1]):
+        print(f"  {name:34s} {kind:6s} {run.seconds:6.1f} s")
+    return results
+
+
+def lines(runs, name, pattern):
+    """The matches of a pattern in what a tutorial printed as a script (at least one)."""
+    found = re.findall(pattern, runs["script", name].stdout, flags=re.MULTILINE)
+    assert found, f"{name}: no line matches {pattern!r}"
+    return found
