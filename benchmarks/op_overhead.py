@@ -3,6 +3,10 @@ and backward. The arrays are tiny, so the time is almost all bookkeeping (making
 the backward walk), not arithmetic. PyTorch's figure is printed beside when it is installed.
 
     python benchmarks/op_overhead.py
+    PYTHONPATH=../other-checkout python benchmarks/op_overhead.py   # times that tree's minigrad
+
+The graph has 1001 nodes, more than viz keeps small gradients for (256), so this is the bare
+engine; `--reps 100` (201 nodes) includes that bookkeeping.
 """
 
 from __future__ import annotations

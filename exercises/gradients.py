@@ -15,9 +15,9 @@ from typing import Any, Callable
 import numpy as np
 
 import minigrad as mg
-from minigrad import autograd
 from minigrad.autograd import unbroadcast
 from minigrad.gradcheck import side_by_side
+from minigrad.hooks import observe_backward
 from minigrad.tensor import Tensor
 
 from .diagnose import Mistake, close, generic_mistakes, match
@@ -75,15 +75,13 @@ def backward_of(fn: Fn, case: Case, g: np.ndarray | None, op: type | None = None
         raise Fail("the output is not connected to the inputs in the graph (no gradient can flow): "
                    "compute it with Tensor operations, not on .data or numpy arrays")
     error = None
-    autograd._backward_observers.append(observe)
     try:
-        out.backward(g.astype(out.data.dtype))
+        with observe_backward(observe):
+            out.backward(g.astype(out.data.dtype))
     except Exception as e:
         if op is None or not raw or isinstance(e, NotImplementedError):
             raise  # the student's code raised
         error = e  # the engine, after the op's backward returned (e.g. a gradient's shape)
-    finally:
-        autograd._backward_observers.remove(observe)
     grads = raw if op is not None else {n: t.grad for n, t in zip(names, leaves)}
     return Run(out.data, {n: grads.get(n) for n in names}, error)
 

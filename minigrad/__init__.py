@@ -8,7 +8,7 @@
 import numpy as np
 
 from . import _source_tree, optim
-from .autograd import Function, enable_grad, is_grad_enabled, no_grad, unbroadcast
+from .autograd import Function, enable_grad, is_grad_enabled, no_grad, set_grad_enabled, unbroadcast
 from .creation import (
     arange,
     as_tensor,
@@ -42,7 +42,7 @@ from .viz.anomaly import AnomalyError, detect_anomaly
 float32, float64, int64, int32 = np.float32, np.float64, np.int64, np.int32
 bool_ = np.bool_
 
-__version__ = "0.1.0"
+__version__ = "0.1.1"
 
 keep_freed_memory()
 
@@ -53,6 +53,6 @@ __all__ = [
     "detect_anomaly", "enable_grad", "eye", "float32", "float64", "full", "full_like",
     "get_num_threads", "gradcheck", "int32", "int64", "is_grad_enabled", "load", "manual_seed",
     "maximum", "minimum", "no_grad", "ones", "ones_like", "rand", "rand_like", "randint", "randn",
-    "randn_like", "save", "set_num_threads", "stack", "tensor", "unbroadcast", "where", "zeros",
-    "zeros_like",
+    "randn_like", "save", "set_grad_enabled", "set_num_threads", "stack", "tensor", "unbroadcast",
+    "where", "zeros", "zeros_like",
 ]

@@ -3,8 +3,9 @@
 An op is a `Function` subclass with `forward(ctx, *arrays, **options)` and
 `backward(ctx, g)` side by side, both on plain numpy arrays. `Op.apply(*tensors)` runs the
 forward and, when a gradient is wanted, records the node that `Tensor.backward` later visits.
-Grad mode, the module scope and the debugging hooks are per thread (grad_mode.py); a
-tensor changed in place after an op saved it makes backward raise (versions.py).
+Grad mode and the module scope are per thread (grad_mode.py), so are the hooks that watch
+forward and backward (hooks.py: `observe_forward`, `observe_backward`); a tensor changed in
+place after an op saved it makes backward raise (versions.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import hooks as _hooks
 from . import versions as _versions
 from .grad_mode import DEFAULT as _DEFAULT
 from .grad_mode import (  # noqa: F401  (re-exported: minigrad and nn import them from here)
@@ -21,21 +23,10 @@ from .grad_mode import (  # noqa: F401  (re-exported: minigrad and nn import the
     is_grad_enabled,
     module_scope,
     no_grad,
+    set_grad_enabled,
 )
 from .grad_mode import get as _get_state
-from .grad_mode import own as _own_state
-
-# The names this module had before grad mode became per thread; reading one gives the
-# calling thread's value (so `autograd._forward_checks.append(check)` hooks this thread only).
-_PER_THREAD = {"_grad_enabled": "grad_enabled", "_scope": "scope",
-               "_forward_checks": "forward_checks", "_backward_observers": "backward_observers"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _PER_THREAD:
-        return getattr(_own_state(), _PER_THREAD[name])
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+from .hooks import observe_backward, observe_forward  # noqa: F401  (re-exported)
 
 # ----------------------------------------------------------------------------- Function
 
@@ -58,8 +49,6 @@ class Function:
     scope: tuple = ()
     out_hooks: list | None = None  # hooks of the output tensor (register_hook on a non-leaf)
     retained: Any = None  # weakref to the output tensor when it asked to retain_grad()
-    grad_out: np.ndarray | None = None  # the gradient of the output after backward, if small
-    grad_norm: float | None = None  # its norm, kept inside viz.keep_grads()
     edits: int = 0  # the global count of in-place edits when forward ran (see versions.py)
 
     def save_for_backward(self, *arrays: Any) -> None:
@@ -156,71 +145,55 @@ def _toposort(root: Function) -> list[Function]:
     return order
 
 
-# On graphs of at most KEEP_GRAD_NODES nodes, output gradients of at most KEEP_GRAD elements
-# are kept on their node (`grad_out`) for drawings. Intermediate inputs of more than
-# KEEP_VALUES elements are released after backward (see `Released`).
-KEEP_GRAD, KEEP_GRAD_NODES, KEEP_VALUES = 64, 256, 64
+# Intermediate inputs of more than KEEP_VALUES elements are released after backward (see
+# `Released`); smaller ones cost nothing to keep, and drawings print their values.
+KEEP_VALUES = 64
 
 
 def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None:
-    """Propagate `grad` (d loss / d root) to every leaf that requires grad.
+    """Propagate `grad` (d loss / d root) to every leaf that requires grad: the chain rule.
 
-    Pending gradients live in a dict keyed by id(node) and are popped once consumed, so an
-    intermediate gradient is freed as soon as its node has passed it on. Leaf gradients are
-    summed over the whole pass first, then hooks run once and `.grad` accumulates.
-    Before a node's backward uses its saved arrays, they are checked against in-place changes
-    made since its forward (versions.py): one integer comparison per node when there were none.
+    The nodes are visited root first, each before the nodes that made its inputs (`_toposort`),
+    so when a node is reached its pending gradient g (d loss / d its output) is complete. Its
+    backward turns g into one gradient per input, each added to that input's pending gradient,
+    or to the leaf's sum. A pending gradient is popped once consumed, so an intermediate
+    gradient is freed as soon as its node has passed it on; leaf gradients are summed over the
+    whole pass, then the leaves' hooks run once and `.grad` accumulates.
+
+    The steps around the chain rule are named: `_check_saved` (the graph is not freed, nothing
+    it saved was changed in place: one integer comparison per node when nothing was), the
+    output tensor's hooks and retain_grad (`_output_hooks`), the observers of `minigrad.hooks`
+    (`observe_backward`), the release of what the node held (`_release`, unless
+    `retain_graph`) and the leaves' hooks and `.grad` (`_accumulate_leaves`).
     """
     leaves: dict[int, list] = {}  # id(leaf) -> [leaf, summed gradient]
     if root._node is None:
         _add_leaf(leaves, root, grad)
     else:
+        order = _toposort(root._node)
+        observers = _hooks.observers_for(len(order))
         pending: dict[int, np.ndarray] = {id(root._node): grad}
         released: dict[int, Released] = {}
-        observers = _get_state(_DEFAULT).backward_observers
         edits = _versions.edits
-        order = _toposort(root._node)
-        # On a graph small enough to draw value by value, keep each small gradient on its node
-        # (drawings show it, as micrograd's do); a large graph skips this bookkeeping.
-        keep_small = len(order) <= KEEP_GRAD_NODES
         for node in order:
             g = pending.pop(id(node), None)
             if g is None:  # no gradient reached this node (e.g. an unused output)
                 continue
-            if node.saved is None:
-                raise RuntimeError(
-                    f"backward: the graph through {node.name} was already freed by an earlier "
-                    "backward; pass retain_graph=True to the first backward to go back twice"
-                )
-            if node.edits != edits:  # something was changed in place since its forward ran
-                _versions.check(node)
-            if node.out_hooks:
-                for hook in node.out_hooks:
-                    g = _run_hook(hook, g)
-            if node.retained is not None:
-                out = node.retained()
-                if out is not None:
-                    out.grad = g.copy() if out.grad is None else out.grad + g
-            if keep_small and g.size <= KEEP_GRAD:
-                node.grad_out = g.copy()
+            if node.saved is None or node.edits != edits:
+                _check_saved(node)
+            if node.out_hooks or node.retained is not None:
+                g = _output_hooks(node, g)
             grads = type(node).backward(node, g)
-            if type(grads) is not tuple:
-                grads = (grads,)
-            if len(grads) != len(node.inputs):  # zip below would drop the extra inputs silently
-                raise RuntimeError(
-                    f"{node.name}.backward returned {len(grads)} gradients for "
-                    f"{len(node.inputs)} inputs (return None for an input without one)"
-                )
+            if type(grads) is not tuple or len(grads) != len(node.inputs):
+                grads = _one_per_input(node, grads)
             for observer in observers:
                 observer(node, g, grads)
-            if not retain_graph:
-                node.saved = None
             holds_activation = False
-            for t, gi in zip(node.inputs, grads):
+            for t, gi in zip(node.inputs, grads):  # the chain rule: add each input's share
                 if gi is None or not t.requires_grad:
                     continue
-                if gi.shape != t.data.shape:
-                    gi = _fit(gi, t.data.shape, node)
+                if type(gi) is not np.ndarray or gi.shape != t.data.shape:
+                    gi = _fit(gi, t.data.shape, node)  # a numpy scalar, or broadcast by forward
                 if t._node is None:
                     _add_leaf(leaves, t, gi)
                 else:
@@ -229,8 +202,16 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
                     pending[key] = gi if prev is None else prev + gi
                     if t.data.size > KEEP_VALUES:
                         holds_activation = True
-            if holds_activation and not retain_graph:
-                node.inputs = _release(node.inputs, released)
+            if not retain_graph:
+                node.saved = None  # the node is done: free the arrays its forward saved
+                if holds_activation:  # and the activations it holds (see Released)
+                    node.inputs = _release(node.inputs, released)
+    _accumulate_leaves(leaves)
+
+
+def _accumulate_leaves(leaves: dict) -> None:
+    """Give each leaf its gradient, summed over the whole pass: its hooks run once on the sum,
+    then `.grad` accumulates (+= across backward calls, as in PyTorch)."""
     for leaf, g in leaves.values():
         if leaf._hooks:
             for hook in leaf._hooks:
@@ -239,6 +220,42 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
             leaf.grad = g
         else:
             leaf.grad += g
+
+
+def _check_saved(node: Function) -> None:
+    """Refuse a node whose graph an earlier backward freed, or whose saved arrays were changed
+    in place since its forward ran (versions.py raises, naming the tensor)."""
+    if node.saved is None:
+        raise RuntimeError(
+            f"backward: the graph through {node.name} was already freed by an earlier "
+            "backward; pass retain_graph=True to the first backward to go back twice"
+        )
+    _versions.check(node)
+
+
+def _output_hooks(node: Function, g: np.ndarray) -> np.ndarray:
+    """Run the hooks of the node's output tensor on g, then give g to it if it retains grad."""
+    if node.out_hooks:
+        for hook in node.out_hooks:
+            g = _run_hook(hook, g)
+    if node.retained is not None:
+        out = node.retained()
+        if out is not None:
+            out.grad = np.array(g, dtype=out.dtype) if out.grad is None else out.grad + g
+    return g
+
+
+def _one_per_input(node: Function, grads: Any) -> tuple:
+    """Backward's result as a tuple of one gradient per input, or name the op that got it wrong
+    (zip would silently drop the extra inputs)."""
+    if type(grads) is not tuple:
+        grads = (grads,)
+    if len(grads) != len(node.inputs):
+        raise RuntimeError(
+            f"{node.name}.backward returned {len(grads)} gradients for "
+            f"{len(node.inputs)} inputs (return None for an input without one)"
+        )
+    return grads
 
 
 class Released:
@@ -314,8 +331,10 @@ def _add_leaf(leaves: dict, t: Tensor, g: np.ndarray) -> None:
         entry[1] += g
 
 
-def _fit(gi: np.ndarray, shape: tuple[int, ...], node: Function) -> np.ndarray:
-    """Undo the forward's broadcasting of one input, or name the op whose backward is wrong."""
+def _fit(gi: Any, shape: tuple[int, ...], node: Function) -> np.ndarray:
+    """Undo the forward's broadcasting of one input, or name the op whose backward is wrong.
+    (numpy math on 0-d arrays gives numpy scalars: they become arrays first.)"""
+    gi = np.asarray(gi)
     try:
         return unbroadcast(gi, shape)
     except ValueError:

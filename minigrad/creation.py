@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .ops.elementwise import Where
+from .ops.promotion import result_type
 from .ops.shape import Cat, Stack
 from .random import generator
 from .tensor import Tensor, to_array
@@ -73,8 +74,9 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: Any =
     """Like torch.arange: int64 when every argument is an int, else float32."""
     if end is None:
         start, end = 0, start
-    if dtype is None:
-        ints = all(isinstance(v, int) for v in (start, end, step))
+    if dtype is None:  # numpy integers count as ints (np.int64(4), a shape entry)
+        ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                   for v in (start, end, step))
         dtype = np.int64 if ints else np.float32
     return _made(np.arange(start, end, step, dtype=dtype), requires_grad)
 
@@ -130,7 +132,10 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
     a = input if isinstance(input, Tensor) else None
     b = other if isinstance(other, Tensor) else None
     ref = a if a is not None else b
-    a = a if a is not None else (ref._other(input) if ref is not None else as_tensor(input))
+    if ref is None:  # two numbers: where(c, 1, 0) is int64, where(c, 1, 0.5) float32 (as PyTorch)
+        dtype = result_type(input, other)
+        a, b = (Tensor._make(np.asarray(v, dtype=dtype), None) for v in (input, other))
+    a = a if a is not None else ref._other(input)
     b = b if b is not None else a._other(other)
     try:
         return Where.apply(cond, a, b)

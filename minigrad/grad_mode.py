@@ -1,4 +1,4 @@
-"""Grad mode, the module scope and the debugging hooks: the engine's state, one copy per thread.
+"""Grad mode, the module scope and the hooks (minigrad.hooks): the engine's state, one copy per thread.
 
 As in PyTorch, `no_grad()` in one thread does not stop another thread from recording its
 graph, and every new thread starts with grad mode on, outside any module, with no hooks.
@@ -26,11 +26,8 @@ class State:
         # `module_scope`, so graph drawings can group nodes into clusters by module.
         self.scope: tuple = ()
         self.modes: list[bool] = []  # grad mode before each no_grad/enable_grad still open
-        # check(ctx, inputs, out) after every forward (ctx.scope is not set yet; use
-        # current_scope()); `detect_anomaly` plugs in here.
+        # The hooks of minigrad.hooks (observe_forward, observe_backward), changed only there.
         self.forward_checks: list[Callable[..., None]] = []
-        # observer(node, g, grads) after each node's backward, before the engine sums a
-        # gradient back over broadcast axes; `detect_anomaly` and `trace_backward` plug in here.
         self.backward_observers: list[Callable[..., None]] = []
 
 
@@ -91,6 +88,34 @@ class enable_grad(no_grad):
     """Turn graph recording back on inside a `no_grad()` block (in this thread)."""
 
     _mode = True
+
+
+class set_grad_enabled(no_grad):
+    """Turn graph recording on or off (in this thread): as a call, at once; as a context
+    manager or decorator, until the block or function ends, then back to the mode before.
+
+    Example:
+        >>> with set_grad_enabled(is_training):
+        ...     loss = model(x)
+    """
+
+    def __init__(self, mode: bool) -> None:
+        self._mode = bool(mode)
+        s = own()
+        self._before = s.grad_enabled  # restored by the `with` block this call may open
+        s.grad_enabled = self._mode  # a plain call takes effect now, as in PyTorch
+
+    def __enter__(self) -> None:
+        s = own()
+        before, self._before = self._before, None
+        s.modes.append(s.grad_enabled if before is None else before)
+        s.grad_enabled = self._mode
+
+    def __call__(self, func: Callable) -> Callable:
+        # As a decorator it must not change the mode where the function is defined.
+        if self._before is not None:
+            own().grad_enabled, self._before = self._before, None
+        return super().__call__(func)
 
 
 @contextlib.contextmanager

@@ -178,9 +178,14 @@ def side_by_side(blocks: list[tuple[str, np.ndarray]], width: int = 60) -> str:
 
 
 def _as_float64(x: Any) -> Tensor:
-    """A float64 leaf copy of x (requiring grad when x is floating), or x unchanged."""
+    """A float64 leaf copy of x (requiring grad when x is floating), or x unchanged.
+
+    The copy keeps x's class (a Parameter stays a Parameter), so code that checks what it is
+    handed (a Module finding its parameters) sees the same kind of tensor.
+    """
     data = x.data if isinstance(x, Tensor) else np.asarray(x)
     if data.dtype.kind != "f":
         return x if isinstance(x, Tensor) else Tensor(data)
     wants = x.requires_grad if isinstance(x, Tensor) else True
-    return Tensor(np.array(data, dtype=np.float64), requires_grad=wants)
+    kind = type(x) if isinstance(x, Tensor) else Tensor
+    return kind(np.array(data, dtype=np.float64), requires_grad=wants)

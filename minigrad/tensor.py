@@ -8,7 +8,7 @@ base classes of tensor_math.py and tensor_shape.py. Each hands the math to an op
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -22,10 +22,10 @@ from .ops.elementwise import (
     Sub,
 )
 from .ops.linalg import Cast, MatMul
+from .ops.promotion import result_type, scalar_dtype
 from .tensor_math import MathMethods
 from .tensor_shape import ShapeMethods
 
-Dim = int | Sequence[int] | None
 # bool < integer < float < complex: an in-place result may not move up this order.
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
@@ -62,12 +62,12 @@ class Tensor(MathMethods, ShapeMethods):
             has changed since that op ran, rather than compute a wrong gradient.
     """
 
-    __slots__ = ("data", "grad", "requires_grad", "_node", "_hooks", "name", "__weakref__")
+    __slots__ = ("data", "_grad", "requires_grad", "_node", "_hooks", "name", "__weakref__")
     __array_ufunc__ = None  # numpy defers to our reflected operators: array * tensor works
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None, name: str | None = None):
         self.data = to_array(data, dtype)
-        self.grad: np.ndarray | None = None
+        self._grad: np.ndarray | None = None
         self._node: autograd.Function | None = None
         self._hooks: list[Callable] | None = None
         self.name: str | None = name  # labels the tensor in graph drawings
@@ -79,11 +79,28 @@ class Tensor(MathMethods, ShapeMethods):
     def _make(cls, data: np.ndarray, node: autograd.Function | None) -> Tensor:
         """Wrap an op's output (fast path for Function.apply)."""
         t = object.__new__(Tensor)
-        t.data, t.grad, t._node, t._hooks, t.name = data, None, node, None, None
+        t.data, t._grad, t._node, t._hooks, t.name = data, None, node, None, None
         t.requires_grad = node is not None
         return t
 
     # ------------------------------------------------------------------ properties
+
+    @property
+    def grad(self) -> np.ndarray | None:
+        """d(loss)/d(self): None, or an np.ndarray of this tensor's shape and dtype (also when
+        0-d: a numpy scalar could be neither clipped nor zeroed in place)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        if value is not None:
+            value = getattr(value, "data", value)  # a Tensor's array, as PyTorch accepts a tensor
+            if type(value) is not np.ndarray or value.dtype != self.data.dtype:
+                value = np.array(value, dtype=self.data.dtype)
+            if value.shape != self.data.shape:
+                raise ValueError(f"grad: a gradient of shape {value.shape} for a tensor of shape "
+                                 f"{self.data.shape}; it must have the tensor's shape")
+        self._grad = value
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -221,7 +238,7 @@ class Tensor(MathMethods, ShapeMethods):
         return lambda: hooks.remove(hook)
 
     def zero_grad(self) -> None:
-        self.grad = None
+        self._grad = None
 
     # ------------------------------------------------------------------ conversion
 
@@ -271,16 +288,12 @@ class Tensor(MathMethods, ShapeMethods):
     # ------------------------------------------------------------------ arithmetic
 
     def _other(self, other: Any) -> Tensor:
-        """Python scalars take this tensor's float dtype, so they never promote float32."""
+        """A Python number takes this tensor's dtype unless its kind is higher (promotion.py):
+        it never promotes float32, `index + 1` stays an integer index, `bool_mask + 1` is int64."""
         if isinstance(other, Tensor):
             return other
         if isinstance(other, (bool, int, float)):
-            kind = self.dtype.kind
-            if kind == "f" or (kind in "iu" and not isinstance(other, float)):
-                dtype = self.dtype  # also keeps `index + 1` an integer index
-            else:
-                dtype = np.float32
-            return Tensor._make(np.asarray(other, dtype=dtype), None)
+            return Tensor._make(np.asarray(other, dtype=scalar_dtype(self.dtype, other)), None)
         return Tensor._make(to_array(other), None)
 
     def _binary(self, op: type[autograd.Function], a: Tensor, b: Tensor) -> Tensor:
@@ -351,9 +364,9 @@ class Tensor(MathMethods, ShapeMethods):
         value = getattr(other, "data", other)
         if not isinstance(value, (bool, int, float, complex)):
             value = np.asarray(value)  # Python scalars stay weak: int64 += 1 stays int64
-        result = np.result_type(self.data, value)
+        result = result_type(self.data, value)
         if op is np.true_divide and result.kind in "biu":
-            result = np.dtype(np.float64)
+            result = np.dtype(np.float32)
         if _KIND_RANK[result.kind] > _KIND_RANK[self.dtype.kind]:
             what = type(value).__name__ if not isinstance(value, np.ndarray) else str(value.dtype)
             raise TypeError(

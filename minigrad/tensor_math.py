@@ -6,17 +6,16 @@ is written out here and hands the work to an op in `minigrad.ops`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .ops.elementwise import Abs, Clip, Exp, Log, MaskedFill, Maximum, Minimum, ReLU, Sigmoid, Sqrt, Tanh
 from .ops.reduce import LogSoftmax, LogSumExp, Max, Mean, Min, Softmax, Std, Sum, Var
+from .tensor_shape import Dim
 
 if TYPE_CHECKING:
     from .tensor import Tensor
-
-Dim = int | Sequence[int] | None
 
 
 class MathMethods:
@@ -62,10 +61,19 @@ class MathMethods:
     def relu(self) -> Tensor:
         return ReLU.apply(self)
 
-    def clip(self, min: float | None = None, max: float | None = None) -> Tensor:
+    def clip(self, min: float | Tensor | None = None, max: float | Tensor | None = None) -> Tensor:
+        """Limit every value to [min, max]. A bound is a number or a tensor that broadcasts
+        against self (and then gets its gradient); the result dtype follows the one rule
+        (`int_tensor.clip(0.5, 1.5)` is float32, as in PyTorch)."""
         if min is None and max is None:
             raise ValueError("clip: give at least one of min and max")
-        return Clip.apply(self, low=min, high=max)
+        bounds = [self._other(b) for b in (min, max) if b is not None]
+        try:
+            return Clip.apply(self, *bounds, low=min is not None, high=max is not None)
+        except ValueError:
+            shapes = ", ".join(str(b.shape) for b in bounds)
+            raise ValueError(f"clip: bounds of shape {shapes} do not broadcast against the "
+                             f"input of shape {self.shape}") from None
 
     clamp = clip
 

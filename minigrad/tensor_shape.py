@@ -17,7 +17,7 @@ from .ops.shape import Expand, GetItem, Permute, Reshape
 if TYPE_CHECKING:
     from .tensor import Tensor
 
-Dim = int | Sequence[int] | None
+Dim = int | Sequence[int] | None  # a `dim` argument: one axis, several, or None for all
 
 
 class ShapeMethods:
@@ -180,7 +180,9 @@ def _to_index(index: Any) -> Any:
     if isinstance(index, ShapeMethods):  # a Tensor
         index = index.data
     elif isinstance(index, list):
-        index = np.asarray(index)
+        # An empty list is an integer index that selects nothing (t[[]] has shape (0, ...), as
+        # in PyTorch); numpy alone would make it a float array and refuse it.
+        index = np.asarray(index) if index else np.zeros(0, dtype=np.int64)
     if isinstance(index, np.ndarray) and index.dtype.kind not in "iub":
         raise IndexError(
             f"getitem: index arrays must be integer or boolean, not {index.dtype} "

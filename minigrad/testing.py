@@ -1,4 +1,5 @@
-"""Hypothesis strategies for testing ops: shapes, broadcastable shapes, arrays and tensors.
+"""Hypothesis strategies for testing ops: shapes, broadcastable shapes, arrays, tensors, the
+`dim` argument of reductions, and attention cases (q, k, v and a mask).
 
 The test suite uses these, and students can too:
 
@@ -7,17 +8,25 @@ The test suite uses these, and students can too:
     @given(arrays(shapes()))
     def test_my_op(x): ...
 
-Finite-difference checks are slow, so shapes stay tiny (sides of at most 3 or 4).
+Finite-difference checks are slow, so shapes stay tiny (sides of at most 3 or 4). Needs
+hypothesis, the `test` extra: pip install "minigrad[test]".
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import numpy as np
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
+try:
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+except ImportError as e:
+    raise ImportError(
+        'minigrad.testing needs hypothesis, which is not installed: pip install "minigrad[test]"'
+    ) from e
+
+from .creation import tensor
 from .tensor import Tensor
 
 
@@ -72,6 +81,71 @@ def distinct(shape: Any, low: float = -3.0, high: float = 3.0, gap: float = 1e-3
     )
 
 
+def on_grid(shape: Any, values: Any, dtype: Any = np.float64) -> st.SearchStrategy:
+    """Arrays whose entries are drawn from `values` only: ties, values exactly on a bound
+    (clip's kinks), NaN. Random floats almost never land there, so bugs there survive."""
+    return hnp.arrays(dtype=dtype, shape=shape, elements=st.sampled_from(list(values)))
+
+
 def tensors(shape: Any, requires_grad: bool = True, **kwargs: Any) -> st.SearchStrategy:
     """Tensors wrapping `arrays(shape, **kwargs)` (float64, requiring grad by default)."""
     return arrays(shape, **kwargs).map(lambda a: Tensor(a, requires_grad=requires_grad))
+
+
+@st.composite
+def dims(draw: Any, ndim: int, single: bool = False) -> Any:
+    """A `dim` argument for a tensor of `ndim` dimensions, as minigrad's reductions take it:
+    None, (), one axis, or a tuple of distinct axes, negative ones included. With `single`,
+    one axis only (for ops that take one, as softmax)."""
+    n = max(ndim, 1)
+    one = st.integers(-n, n - 1)
+    if single:
+        return draw(one)
+    options = [st.none(), st.just(()), one]
+    if ndim:
+        options.append(st.lists(one, min_size=1, max_size=ndim, unique_by=lambda d: d % ndim).map(tuple))
+    return draw(st.one_of(*options))
+
+
+# ----------------------------------------------------------------------------- attention
+
+
+def masks(shapes: Sequence[tuple[int, ...]], bool_elements: Any = None) -> st.SearchStrategy:
+    """No mask (None), a bool mask (True = may attend; elements from `bool_elements`, any when
+    None) or a float mask in [-2, 2] added to the scores, of one of `shapes`."""
+    shape = st.sampled_from(list(shapes))
+    bools = shape.flatmap(lambda s: hnp.arrays(np.bool_, s, elements=bool_elements))
+    floats = shape.flatmap(lambda s: arrays(s, -2, 2))
+    return st.one_of(st.none(), bools, floats)
+
+
+@st.composite
+def attention_cases(draw: Any, max_len: int = 3, max_dim: int = 3) -> tuple:
+    """(q, k, v, mask, is_causal): float64 arrays of shapes (..., Tq, D), (..., Tk, D) and
+    (..., Tk, Dv) whose leading axes broadcast together, Tq and Tk up to `max_len`, D and Dv up
+    to `max_dim`; a mask of shape (Tq, Tk), (1, Tk), (Tq, 1), (1, Tq, Tk) or (2, 1, Tq, Tk), or
+    none, a bool one hiding about one key in three (so some rows hide every key); is_causal."""
+    lead_q, lead_k, lead_v = draw(broadcastable_shapes(3, max_dims=2, max_side=2))
+    tq, tk = draw(st.integers(1, max_len)), draw(st.integers(1, max_len))
+    d, dv = draw(st.integers(1, max_dim)), draw(st.integers(1, max_dim))
+    q = draw(arrays(lead_q + (tq, d), -2, 2))
+    k = draw(arrays(lead_k + (tk, d), -2, 2))
+    v = draw(arrays(lead_v + (tk, dv), -2, 2))
+    shapes = [(tq, tk), (1, tk), (tq, 1), (1, tq, tk), (2, 1, tq, tk)]
+    mask = draw(masks(shapes, st.sampled_from([True, True, False])))
+    return q, k, v, mask, draw(st.booleans())
+
+
+def attention_grads(fn: Callable[..., Tensor], q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                    mask: np.ndarray | None, g: np.ndarray, **options: Any) -> tuple[np.ndarray, list]:
+    """Run `fn(q, k, v, mask=mask, **options)` on tensors and backward with upstream `g`.
+
+    Returns the output array and the gradients of q, k, v, and of a float mask (a bool mask
+    has none): compare two attentions by comparing what this returns for each.
+    """
+    ts = [tensor(a, requires_grad=True) for a in (q, k, v)]
+    m = None if mask is None else tensor(mask, requires_grad=mask.dtype.kind == "f")
+    out = fn(*ts, mask=m, **options)
+    out.backward(g)
+    grads = [t.grad for t in ts] + ([m.grad] if m is not None and m.requires_grad else [])
+    return out.data, grads

@@ -1,1 +1,17 @@
-"""The differentiable ops, one `Function` subclass each, grouped by kind."""
+"""The differentiable ops, one `Function` subclass each, grouped by kind.
+
+    elementwise.py   arithmetic, unary math, maximum/minimum, clip, where, masked_fill
+    reduce.py        sum, mean, max/min, var/std, logsumexp, softmax, log_softmax
+    shape.py         reshape, permute, expand, indexing, cat, stack
+    linalg.py        matmul, cast
+    promotion.py     the one dtype rule for mixed operands
+
+The needs_input_grad rule, held by every op here (tests/core/test_needs_input_grad.py):
+backward returns None for an input whose `ctx.needs_input_grad` entry is False, unless that
+gradient costs nothing: g itself or a view of it (Add's `g, g`, cat's slices), or an array
+computed anyway for another input (Div's g / b, which db needs). Every other gradient (a
+product, a `where`, a sum, a matmul) is computed only when it is needed, so a constant operand
+or a frozen weight costs no array work. An op with a single array input needs no test: its node
+is recorded only when that input requires grad. The engine drops whatever is returned for an
+input that needs no gradient, so the rule is about cost, never about the result.
+"""

@@ -9,30 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function
+from .promotion import promote, result_type, true_div_operands  # noqa: F401  (the one dtype rule; re-exported)
 
 # ----------------------------------------------------------------------------- arithmetic
-
-
-def promote(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """PyTorch's type promotion where numpy's differs: an integer or boolean array meeting a
-    floating one takes the floating dtype (numpy turns int64 with float32 into float64; so
-    `int_tensor + 0.5` is float32, as in PyTorch). Other pairs promote as in numpy."""
-    da, db = a.dtype, b.dtype
-    fa, fb = da.kind in "fc", db.kind in "fc"
-    if fa and not fb and db.kind in "iub":
-        return a, b.astype(da)
-    if fb and not fa and da.kind in "iub":
-        return a.astype(db), b
-    return a, b
-
-
-def true_div_operands(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`promote`, and two integer arrays become float32, the default float dtype: in
-    PyTorch an integer divided by an integer is float32 (numpy: float64)."""
-    a, b = promote(a, b)
-    if a.dtype.kind in "iub" and b.dtype.kind in "iub":
-        return a.astype(np.float32), b.astype(np.float32)
-    return a, b
 
 
 class Add(Function):
@@ -40,7 +19,7 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        if a.dtype is not b.dtype:  # int with float: see promote
+        if a.dtype is not b.dtype:  # mixed dtypes: PyTorch's rule, see promotion.py
             a, b = promote(a, b)
         return a + b
 
@@ -54,7 +33,7 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        if a.dtype is not b.dtype:  # int with float: see promote
+        if a.dtype is not b.dtype:  # mixed dtypes: PyTorch's rule, see promotion.py
             a, b = promote(a, b)
         return a - b
 
@@ -68,7 +47,7 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        if a.dtype is not b.dtype:  # int with float: see promote
+        if a.dtype is not b.dtype:  # mixed dtypes: PyTorch's rule, see promotion.py
             a, b = promote(a, b)
         ctx.save_for_backward(a, b)
         return a * b
@@ -133,7 +112,7 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        if a.dtype is not b.dtype:  # int with float: see promote
+        if a.dtype is not b.dtype:  # mixed dtypes: PyTorch's rule, see promotion.py
             a, b = promote(a, b)
         z = power(a, b)
         ctx.save_for_backward(a, b, z)
@@ -271,11 +250,15 @@ class ReLU(Function):
 
 
 class Maximum(Function):
-    """z = max(a, b)     da = g * [a > b],  db = g * [b > a]; a tie splits g in halves (as PyTorch)"""
+    """z = max(a, b)     da = g * [not a < b],  db = g * [not b < a]; a tie splits g in halves
+
+    As in PyTorch: where a or b is NaN, z is NaN and neither side is smaller, so both get g
+    (a NaN must reach every input it came from, so `detect_anomaly` can trace it).
+    """
 
     @staticmethod
     def forward(ctx, a, b):
-        if a.dtype is not b.dtype:  # int with float: see promote
+        if a.dtype is not b.dtype:  # mixed dtypes: PyTorch's rule, see promotion.py
             a, b = promote(a, b)
         ctx.save_for_backward(a, b)
         return np.maximum(a, b)
@@ -283,15 +266,15 @@ class Maximum(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved
-        return _split_ties(g, a > b, a == b)
+        return _split_ties(g, a, b, np.less, ctx.needs_input_grad)
 
 
 class Minimum(Function):
-    """z = min(a, b)     da = g * [a < b],  db = g * [b < a]; a tie splits g in halves"""
+    """z = min(a, b)     da = g * [not a > b],  db = g * [not b > a]; a tie splits g in halves"""
 
     @staticmethod
     def forward(ctx, a, b):
-        if a.dtype is not b.dtype:  # int with float: see promote
+        if a.dtype is not b.dtype:  # mixed dtypes: PyTorch's rule, see promotion.py
             a, b = promote(a, b)
         ctx.save_for_backward(a, b)
         return np.minimum(a, b)
@@ -299,35 +282,68 @@ class Minimum(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved
-        return _split_ties(g, a < b, a == b)
+        return _split_ties(g, a, b, np.greater, ctx.needs_input_grad)
 
 
-def _split_ties(g, a_wins, tie):
-    """Route g to the winner of max/min; on a tie each side gets half."""
-    half = g * 0.5
-    da = np.where(a_wins, g, np.where(tie, half, 0))
-    db = np.where(a_wins, 0, np.where(tie, half, g))
+def _split_ties(g, a, b, loses, needs):
+    """Route g to the winner of max/min; on a tie each side gets half. A side gets nothing
+    only where it loses (`loses(a, b)`: np.less for max), so at a NaN (no side loses) both
+    get g, as in PyTorch."""
+    zero = np.zeros((), dtype=g.dtype)
+    tie = a == b
+    g = np.where(tie, g * 0.5, g)
+    da = np.where(loses(a, b), zero, g) if needs[0] else None
+    db = np.where(loses(b, a), zero, g) if needs[1] else None
     return da, db
 
 
 class Clip(Function):
-    """z = min(max(x, low), high)    dx = g * [low <= x <= high]   (None means no bound)"""
+    """z = min(max(x, lo), hi)  (no bound where lo or hi is left out)
+    dx  = g * [lo <= x <= hi]                  (a value exactly on a bound keeps its gradient)
+    dlo = g * [x < lo and lo < hi],   dhi = g * [x > hi or hi < lo]
+
+    The bounds are arrays that broadcast against x (numbers become 0-d arrays), inputs of
+    the graph, so a tensor bound gets its gradient. Where lo > hi every z is hi, as in
+    PyTorch; the rules above are PyTorch's, also there.
+    """
 
     @staticmethod
-    def forward(ctx, x, *, low=None, high=None):
-        ctx.save_for_backward(x)
-        ctx.low, ctx.high = low, high
-        return np.clip(x, low, high)
+    def forward(ctx, x, *bounds, low=True, high=True):
+        lo = bounds[0] if low else None
+        hi = bounds[-1] if high else None
+        dtype = result_type(x, *bounds)
+        x, lo, hi = (None if a is None else a.astype(dtype, copy=False) for a in (x, lo, hi))
+        ctx.save_for_backward(x, lo, hi)
+        return np.clip(x, lo, hi)
 
     @staticmethod
     def backward(ctx, g):
-        (x,) = ctx.saved
-        inside = np.ones(x.shape, dtype=bool)
-        if ctx.low is not None:
-            inside &= x >= ctx.low
-        if ctx.high is not None:
-            inside &= x <= ctx.high
-        return g * inside
+        x, lo, hi = ctx.saved
+        zero = np.zeros((), dtype=g.dtype)
+        needs = ctx.needs_input_grad
+        grads = [None]  # a tensor bound may need a gradient where x needs none
+        if needs[0]:
+            inside = True
+            if lo is not None:
+                inside = x >= lo
+            if hi is not None:
+                inside = inside & (x <= hi)
+            grads[0] = np.where(inside, g, zero)
+        if lo is not None:
+            below = None
+            if needs[1]:
+                below = x < lo
+                if hi is not None:
+                    below = below & (lo < hi)
+            grads.append(None if below is None else np.where(below, g, zero))
+        if hi is not None:
+            above = None
+            if needs[-1]:
+                above = x > hi
+                if lo is not None:
+                    above = above | (hi < lo)
+            grads.append(None if above is None else np.where(above, g, zero))
+        return tuple(grads)
 
 
 class Where(Function):

@@ -76,7 +76,9 @@ class Mean(Function):
 class Max(Function):
     """z = max_i x_i over dim       dx = g * [x_i == z] / (number of ties)
 
-    Tied maxima share the gradient equally, as PyTorch's amax does.
+    Tied maxima share the gradient equally, as PyTorch's amax does. A slice holding NaN has
+    z = NaN, and its NaN elements are the winners (x == z is False there): the gradient goes
+    to them, as PyTorch's x.max() routes it, instead of NaN spreading over the whole slice.
     """
 
     @staticmethod
@@ -94,6 +96,8 @@ class Max(Function):
     def backward(ctx, g):
         x, z = ctx.saved
         winners = x == z
+        if x.dtype.kind in "fc" and np.isnan(z).any():
+            winners |= np.isnan(x) & np.isnan(z)
         share = winners / winners.sum(axis=ctx.axes, keepdims=True)
         return _keep(g, ctx.axes, ctx.keepdim) * share.astype(g.dtype, copy=False)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function
+from .promotion import promote
 
 
 class Reshape(Function):
@@ -101,6 +102,7 @@ class Cat(Function):
     @staticmethod
     def forward(ctx, *xs, dim=0):
         _check_dim("cat", dim, xs[0].ndim, xs[0].shape)
+        xs = promote(*xs)  # int64 with float32 gives float32 (numpy's concatenate: float64)
         try:
             z = np.concatenate(xs, axis=dim)
         except (ValueError, np.exceptions.AxisError):
@@ -121,6 +123,7 @@ class Stack(Function):
     @staticmethod
     def forward(ctx, *xs, dim=0):
         _check_dim("stack", dim, xs[0].ndim + 1, xs[0].shape)  # the new axis may also go last
+        xs = promote(*xs)  # the one dtype rule, as in cat
         try:
             z = np.stack(xs, axis=dim)
         except ValueError:

@@ -44,6 +44,13 @@ class Optimizer:
                 f"{type(self).__name__}: params should be an iterable of tensors or of dicts, "
                 f"not a single {type(params).__name__}; wrap it in a list"
             )
+        if callable(params) or hasattr(params, "parameters") or not isinstance(params, Iterable):
+            # A model, or its bound method `model.parameters` without the call.
+            hint = "model.parameters()" if callable(params) or hasattr(params, "parameters") else "a list"
+            raise TypeError(
+                f"{type(self).__name__}: params must be an iterable of Tensors or dicts, got "
+                f"{type(params).__name__}; pass {hint}"
+            )
         self.defaults = dict(defaults)
         self.param_groups: list[dict[str, Any]] = []
         self.state: dict[int, dict[str, Any]] = {}

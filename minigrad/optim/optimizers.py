@@ -237,6 +237,7 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm
         )
     scale = max_norm / (total + 1e-6)
     if scale < 1 or math.isnan(scale):
-        for g in grads:
-            g *= scale
+        with np.errstate(invalid="ignore"):  # an inf norm scales by 0: inf * 0 is nan, as in PyTorch
+            for g in grads:
+                g *= scale
     return total

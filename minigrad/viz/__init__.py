@@ -11,15 +11,19 @@ graphviz and matplotlib are imported only when something is drawn, so `import mi
 quick (matplotlib is the optional extra `minigrad[plot]`).
 """
 
+from ._names import describe_scope
 from .anomaly import AnomalyError, detect_anomaly
 from .figures import show, use_script_backend
-from .graph import draw_graph, keep_grads
+from .grads import keep_grads
+from .graph import draw_graph
+from .pipelines import register_pipeline
 from .plots import plot_attention, plot_training
 from .render import GraphvizNotFoundWarning, save_graph
 from .trace import BackwardStep, BackwardTrace, GradSent, trace_backward
 
 __all__ = [
     "AnomalyError", "BackwardStep", "BackwardTrace", "GradSent", "GraphvizNotFoundWarning",
-    "detect_anomaly", "draw_graph", "keep_grads", "plot_attention", "plot_training", "save_graph",
-    "show", "trace_backward", "use_script_backend",
+    "describe_scope", "detect_anomaly", "draw_graph", "keep_grads", "plot_attention",
+    "plot_training", "register_pipeline", "save_graph", "show", "trace_backward",
+    "use_script_backend",
 ]

@@ -101,6 +101,13 @@ class Names:
         return path == "" or name.startswith(path + ".")
 
 
+def describe_scope(scope: tuple, model: Any = None) -> str:
+    """Where a node ran, for messages: `blocks.0.fc (Linear)`, the innermost module of `scope`
+    (a `current_scope()` or a node's `.scope`) by its path inside `model`, or without one inside
+    the outermost module; "" outside any module."""
+    return Names(model).describe_scope(scope)
+
+
 # ----------------------------------------------------------------------------- short text
 
 

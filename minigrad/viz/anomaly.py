@@ -2,17 +2,19 @@
 
 While active it checks every op's output after forward and every gradient after backward,
 and raises `AnomalyError` naming the op, the phase, the module it ran in and the input shapes.
-Outside the block it costs nothing: the engine only tests whether its hook lists are empty.
+Outside the block it costs nothing: the engine only tests whether its hook lists are empty
+(minigrad.hooks).
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable
+import functools
+from typing import Any
 
 import numpy as np
 
-from .. import autograd
+from .. import autograd, hooks
 from ..autograd import Function
 from ._names import Names, shape_text
 
@@ -62,22 +64,19 @@ class detect_anomaly(contextlib.ContextDecorator):
 
     def __init__(self, model: Any = None):
         self.model = model
-        self._hooks: list[tuple[Callable, Callable]] = []
+        self._entries: list[contextlib.ExitStack] = []  # one per open `with` (it may nest)
 
     def __enter__(self) -> detect_anomaly:
         names = Names(self.model)
-        forward = lambda ctx, inputs, out: _check_forward(ctx, inputs, out, names)
-        backward = lambda node, g, grads: _check_backward(node, g, grads, names)
-        autograd._forward_checks.append(forward)
-        autograd._backward_observers.append(backward)
-        self._hooks.append((forward, backward))
+        entry = contextlib.ExitStack()
+        entry.enter_context(hooks.observe_forward(functools.partial(_check_forward, names=names)))
+        entry.enter_context(hooks.observe_backward(functools.partial(_check_backward, names=names)))
+        self._entries.append(entry)
         return self
 
     def __exit__(self, *exc: object) -> None:
         # Remove exactly the hooks this entry added, even when the block raised.
-        forward, backward = self._hooks.pop()
-        autograd._forward_checks.remove(forward)
-        autograd._backward_observers.remove(backward)
+        self._entries.pop().close()
 
 
 def _bad(a: np.ndarray) -> tuple[bool, bool]:

@@ -7,34 +7,18 @@ the modules the ops ran in are nested clusters. `depth` folds deep modules into 
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from .. import autograd
 from ..autograd import Function, _toposort
 from ..tensor import Tensor
 from ._names import Names, dims, norm, shape_text, values_grid
+from .dot import CLUSTER, STYLE, common_prefix, escape, expanded_kernel, prefixed, steps_text
+from .pipelines import pipeline_of
 
 if TYPE_CHECKING:
     import graphviz
-
-# Node styles: parameters stand out, constants recede, the output is where the eye starts.
-_STYLE = {
-    "op": 'shape=box style=filled fillcolor="#dbe5f1"',
-    "box": 'shape=box3d style=filled fillcolor="#e2efda"',
-    "param": 'shape=box style="rounded,filled" fillcolor="#fff2cc"',
-    "leaf": 'shape=ellipse style=filled fillcolor="#d9ead3"',
-    "const": "shape=ellipse style=dashed color=gray50 fontcolor=gray30",
-    "tensor": "shape=ellipse",
-    "entering": "shape=ellipse style=dashed",
-    "output": 'shape=ellipse style=filled fillcolor="#f4cccc"',
-    "inner_op": 'shape=box style="dashed,filled" fillcolor="#eef3f9"',
-    "inner": "shape=ellipse style=dashed",
-}
-_CLUSTER = "style=rounded color=gray55 fontcolor=gray25 labeljust=l fontsize=11"
-
 
 def draw_graph(
     output: Tensor | Sequence[Tensor],
@@ -96,29 +80,6 @@ def draw_graph(
     builder = _Builder(Names(model, params), limit, trace)
     builder.expand_fused = expand_fused
     return builder.build(outputs, depth, module, rankdir)
-
-
-@contextlib.contextmanager
-def keep_grads():
-    """Keep, on every node that a backward pass inside the block goes through, the norm of the
-    gradient of its output (`node.grad_norm`), so that `draw_graph` shows `|grad|` on every
-    intermediate tensor of a large graph too. (Gradients of up to 64 elements are kept
-    without it.) Costs one pass over each gradient.
-
-    Example:
-        >>> with keep_grads():
-        ...     loss.backward()
-        >>> draw_graph(loss, model=model)
-    """
-
-    def observe(node: Function, g: Any, grads: Any) -> None:
-        node.grad_norm = norm(g)
-
-    autograd._backward_observers.append(observe)
-    try:
-        yield
-    finally:
-        autograd._backward_observers.remove(observe)
 
 
 class _Box:
@@ -313,7 +274,7 @@ class _Builder:
         lines.append(shape_text(t.shape, t.dtype))
         show = (self.limit is None or t.data.size <= self.limit) and getattr(t, "values_kept", True)
         if show:
-            lines += _prefixed("data", values_grid(t.data))
+            lines += prefixed("data", values_grid(t.data))
         grad, gnorm = t.grad, None
         node = t._node
         if grad is None and node is not None:
@@ -326,43 +287,12 @@ class _Builder:
             gnorm = norm(grad)
         if gnorm is not None:
             if show and grad is not None and np.size(grad) == 1:
-                lines += _prefixed("grad", values_grid(grad))  # a scalar's norm is its value
+                lines += prefixed("grad", values_grid(grad))  # a scalar's norm is its value
             else:
                 lines.append(f"|grad| = {gnorm:.4g}")
                 if show and grad is not None:
-                    lines += _prefixed("grad", values_grid(grad))
-        return "\\n".join(_escape(s) for s in lines)
-
-    def _expanded(self, uid: str, node: Function, steps: list, label: str) -> str:
-        """DOT for a fused kernel drawn as the steps it fuses, inside a box named after it.
-
-        `steps` comes from the kernel's `pipeline(node)`: (op, inputs, result name, result
-        shape) each, where an input is the index of one of the node's inputs or the name of an
-        earlier step's result. The last step's result is the node's own output.
-        """
-        dtype = node.inputs[0].dtype if node.inputs else None
-        made: dict[str, str] = {}  # result name -> its oval's id
-        reads: dict[int, str] = {}  # input index -> the first step that reads it
-        out = [f"\tsubgraph cluster_{uid} {{\n",
-               f'\t\tgraph [label="{label} (fused kernel, expanded)" {_CLUSTER} style="rounded,dashed"]\n']
-        last = uid
-        for i, (op, inputs, result, shape) in enumerate(steps):
-            sid = f"{uid}_s{i}"
-            out.append(f'\t\t{sid} [label="{_escape(op)}" {_STYLE["inner_op"]}]\n')
-            for x in inputs:
-                if isinstance(x, str):
-                    out.append(f"\t\t{made[x]} -> {sid}\n")
-                else:
-                    reads.setdefault(x, sid)
-            if i < len(steps) - 1:
-                rid = made[result] = f"{uid}_r{i}"
-                text = _escape(result) + "\\n" + _escape(shape_text(tuple(shape), dtype))
-                out.append(f'\t\t{rid} [label="{text}" {_STYLE["inner"]}]\n')
-                out.append(f"\t\t{sid} -> {rid}\n")
-            last = sid
-        out.append("\t}\n")
-        self.ends[uid] = (last, reads)
-        return "".join(out)
+                    lines += prefixed("grad", values_grid(grad))
+        return "\\n".join(escape(s) for s in lines)
 
     def _box_label(self, box: _Box) -> str:
         def shapes(ts: dict) -> str:
@@ -373,7 +303,7 @@ class _Builder:
 
         lines = [self.names.describe(box.module), f"in: {shapes(box.inputs)}"]
         lines += [f"out: {shapes(box.outputs)}", f"{box.ops} op" + ("s" if box.ops != 1 else "")]
-        return "\\n".join(_escape(s) for s in lines)
+        return "\\n".join(escape(s) for s in lines)
 
     # ------------------------------------------------------------------ DOT
 
@@ -383,7 +313,7 @@ class _Builder:
         tensors, kind, placed, unit_cluster = self.tensors, self.kind, self.placed, self.unit_cluster
         # Statements are written as text: graphviz's per-attribute quoting would be most of
         # the time on a graph of thousands of nodes. Our ids need no quoting; labels are
-        # escaped by _escape.
+        # escaped by escape.
         body: dict[tuple | None, list[str]] = {None: []}
         for k in self.clusters:
             body[k] = []
@@ -394,21 +324,22 @@ class _Builder:
 
         self.ends: dict[str, tuple[str, dict[int, str]]] = {}  # expanded op -> (last step, input -> step)
         for uid, n in ops:
-            label = _escape(n.name)
+            label = escape(n.name)
             if id(n) in self.step:
                 label += f"\\nbackward step {self.step[id(n)]}"
-            pipeline = getattr(type(n), "pipeline", None) if self.expand_fused else None
+            pipeline = pipeline_of(type(n)) if self.expand_fused else None  # see pipelines.py
             if pipeline is not None:
-                into(unit_cluster[uid]).append(self._expanded(uid, n, pipeline(n), label))
+                text, self.ends[uid] = expanded_kernel(uid, n, pipeline(n), label)
+                into(unit_cluster[uid]).append(text)
                 continue
-            into(unit_cluster[uid]).append(f'\t{uid} [label="{label}" {_STYLE["op"]}]\n')
+            into(unit_cluster[uid]).append(f'\t{uid} [label="{label}" {STYLE["op"]}]\n')
         for box in self.boxes.values():
-            into(box.cluster).append(f'\t{box.uid} [label="{self._box_label(box)}" {_STYLE["box"]}]\n')
+            into(box.cluster).append(f'\t{box.uid} [label="{self._box_label(box)}" {STYLE["box"]}]\n')
         # Short, stable names for tensors (not their ids), so the same graph gives the same DOT.
         tname = {tid: f"t{i}" for i, tid in enumerate(tensors)}
         for tid, t in tensors.items():
-            line = f'\t{tname[tid]} [label="{self._tensor_label(t)}" {_STYLE[kind[tid]]}]\n'
-            into(_common_prefix(placed[tid])).append(line)
+            line = f'\t{tname[tid]} [label="{self._tensor_label(t)}" {STYLE[kind[tid]]}]\n'
+            into(common_prefix(placed[tid])).append(line)
 
         cid = {k: i for i, k in enumerate(self.clusters)}
         children: dict[tuple | None, list[tuple]] = {}
@@ -419,9 +350,9 @@ class _Builder:
         def nest(k: tuple | None, indent: str) -> list[str]:
             lines = [indent + line for line in body[k]]
             for child in children.get(k, ()):
-                label = _escape(self.names.describe(self.clusters[child][-1]))
+                label = escape(self.names.describe(self.clusters[child][-1]))
                 lines.append(f"{indent}\tsubgraph cluster_{cid[child]} {{\n")
-                lines.append(f'{indent}\t\tgraph [label="{label}" {_CLUSTER}]\n')
+                lines.append(f'{indent}\t\tgraph [label="{label}" {CLUSTER}]\n')
                 lines += nest(child, indent + "\t")
                 lines.append(f"{indent}\t}}\n")
             return lines
@@ -433,7 +364,7 @@ class _Builder:
             if a in self.ends:  # out of an expanded kernel: from its last step
                 a = self.ends[a][0]
             a, b = tname.get(a, a), tname.get(b, b)  # one end is a tensor (int id), one a unit
-            label = _steps_text(steps)
+            label = steps_text(steps)
             lines.append(f'\t{a} -> {b} [label="{label}"]\n' if label else f"\t{a} -> {b}\n")
         return Drawing(
             name="minigrad",
@@ -442,33 +373,3 @@ class _Builder:
             edge_attr=dict(fontname="Helvetica", fontsize="9", arrowsize="0.6"),
             body=lines,
         )
-
-
-def _prefixed(word: str, lines: list[str]) -> list[str]:
-    """`data [1, 2]` then the grid's further rows, each on its own line."""
-    return [f"{word} {lines[0]}"] + lines[1:]
-
-
-def _common_prefix(keys: list) -> tuple | None:
-    """The innermost cluster that holds all of `keys` (None = the top level)."""
-    if not keys or any(k is None for k in keys):
-        return None
-    first = keys[0]
-    n = len(first)
-    for k in keys[1:]:
-        n = min(n, len(k))
-        while n and k[:n] != first[:n]:
-            n -= 1
-    return first[:n] if n else None
-
-
-def _steps_text(steps: list[int]) -> str:
-    if not steps:
-        return ""
-    steps = sorted(set(steps))
-    return ", ".join(map(str, steps[:3])) + (", ..." if len(steps) > 3 else "")
-
-
-def _escape(s: str) -> str:
-    """Text safe inside a quoted DOT string: a backslash or quote in a name stays literal."""
-    return s.replace("\\", "\\\\").replace('"', '\\"')

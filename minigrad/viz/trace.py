@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from .. import autograd
+from .. import hooks
 from ..autograd import Function, broadcast_axes, unbroadcast
 from ..tensor import Tensor
 from ._names import Names, dims, norm, values_text
@@ -178,11 +178,8 @@ def trace_backward(
                          norm(g), _small(g, max_values), sent, node)
         )
 
-    autograd._backward_observers.append(observe)
-    try:
+    with hooks.observe_backward(observe):
         output.backward(gradient, retain_graph=retain_graph)
-    finally:
-        autograd._backward_observers.remove(observe)
 
     # Where a gradient went to another node, name that node by its step (known only now).
     step_of = {id(s.node): s.step for s in steps}

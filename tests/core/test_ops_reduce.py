@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minigrad as mg
-from minigrad.testing import arrays, distinct, shapes
+from minigrad.testing import arrays, dims, distinct, shapes
 
 # Values are cheap to compare and the gradient tests draw the same inputs: a third of the
 # profile's examples (at least 10) keeps the suite fast.
@@ -21,17 +21,6 @@ def axes_of(dim, ndim):
         return tuple(range(ndim))
     dims = (dim,) if isinstance(dim, int) else dim
     return tuple(sorted(d % ndim for d in dims))
-
-
-@st.composite
-def dims(draw, ndim, allow_tuple=True):
-    """None, (), one axis, or a tuple of distinct axes, negative ones included."""
-    n = max(ndim, 1)
-    one = st.integers(-n, n - 1)
-    options = [st.none(), st.just(()), one] if allow_tuple else [one]
-    if allow_tuple and ndim:
-        options.append(st.lists(one, min_size=1, max_size=ndim, unique_by=lambda d: d % ndim).map(tuple))
-    return draw(st.one_of(*options))
 
 
 def logsumexp_ref(a, axis, keepdims):
@@ -89,7 +78,7 @@ def test_reduction_forward_matches_numpy(method, ref, shape_strategy, domain, da
 @given(data=st.data())
 def test_softmax_gradcheck(method, ref, data):
     shape = data.draw(shapes(), label="shape")
-    dim = data.draw(dims(len(shape), allow_tuple=False), label="dim")
+    dim = data.draw(dims(len(shape), single=True), label="dim")
     x = data.draw(arrays(shape), label="x")
     assert mg.gradcheck(lambda t: getattr(t, method)(dim), [x])
 
@@ -99,7 +88,7 @@ def test_softmax_gradcheck(method, ref, data):
 @given(data=st.data())
 def test_softmax_forward_matches_numpy(method, ref, data):
     shape = data.draw(shapes(), label="shape")
-    dim = data.draw(dims(len(shape), allow_tuple=False), label="dim")
+    dim = data.draw(dims(len(shape), single=True), label="dim")
     a = data.draw(arrays(shape), label="x").astype(np.float32)
     out = getattr(mg.tensor(a), method)(dim)
     assert out.dtype == np.float32

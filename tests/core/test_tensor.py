@@ -150,3 +150,10 @@ def test_eq_is_elementwise_and_tensors_hash_by_identity():
     a, b = mg.tensor([1.0, 2.0]), mg.tensor([1.0, 3.0])
     np.testing.assert_array_equal((a == b).data, [True, False])
     assert len({a, b, a}) == 2
+
+
+def test_the_dim_alias_is_defined_once():
+    """`Dim` (the type of a `dim` argument) lives in tensor_shape.py; tensor_math.py imports it."""
+    from minigrad import tensor, tensor_math, tensor_shape
+
+    assert tensor_math.Dim is tensor_shape.Dim and not hasattr(tensor, "Dim")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import autograd
+from minigrad import autograd, hooks
 from minigrad.viz import AnomalyError, detect_anomaly, trace_backward
 
 TIMEOUT = 10  # seconds; a wait that runs out fails the test instead of hanging the suite
@@ -138,22 +138,21 @@ def test_detect_anomaly_in_one_thread_does_not_fire_in_another():
             wait(done)
             with pytest.raises(AnomalyError, match="Log"):
                 mg.tensor([0.0]).log()  # it still fires in its own thread
-        return len(autograd._forward_checks)  # this thread's hook list, empty again
+        return len(hooks.forward_checks())  # this thread's hook list, empty again
 
     worker = Worker(watch)
     worker.start()
     wait(inside)
     y = mg.tensor([0.0, 1.0], requires_grad=True).log()  # -inf here is no business of theirs
     y.backward(np.ones(2))
-    assert autograd._forward_checks == [] and autograd._backward_observers == []
+    assert hooks.forward_checks() == () and hooks.backward_observers() == ()
     done.set()
     assert worker.join() == 0
 
 
 def test_backward_observers_see_only_their_own_threads_backward():
     seen = []
-    autograd._backward_observers.append(lambda node, g, grads: seen.append(node.name))
-    try:
+    with hooks.observe_backward(lambda node, g, grads: seen.append(node.name)):
         w = mg.tensor([1.0, 2.0], requires_grad=True)
         other = Worker(lambda: (w * 3.0).sum().backward())
         other.start()
@@ -161,8 +160,7 @@ def test_backward_observers_see_only_their_own_threads_backward():
         assert seen == []  # the other thread's backward ran without this thread's observer
         (w * w).sum().backward()
         assert seen == ["Sum", "Mul"]
-    finally:
-        autograd._backward_observers.clear()
+    assert hooks.backward_observers() == ()
     w.grad = None
     assert len(trace_backward((w * w).sum()).steps) == 2  # trace_backward hooks the same way
 

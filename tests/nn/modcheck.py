@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import minigrad as mg
+import minigrad.nn as nn
 
 
 def _set(module: Any, path: str, value: Any) -> None:
@@ -20,8 +21,8 @@ def _set(module: Any, path: str, value: Any) -> None:
 def gradcheck_module(module: Any, *inputs: Any, **kwargs: Any) -> bool:
     """gradcheck of module(*inputs, **kwargs) with respect to the float inputs and all parameters.
 
-    The module is cast to float64; gradcheck perturbs copies of the parameters, which are put
-    into the module (by their dotted names) before each call.
+    The module is cast to float64; gradcheck perturbs copies of the parameters (Parameters
+    still), which are put into the module (by their dotted names) before each call.
     """
     module.double()
     named = list(module.named_parameters())
@@ -29,6 +30,7 @@ def gradcheck_module(module: Any, *inputs: Any, **kwargs: Any) -> bool:
 
     def fn(*xs: Any) -> Any:
         for (name, _), x in zip(named, xs[n:]):
+            assert isinstance(x, nn.Parameter), f"{name}: gradcheck handed a {type(x).__name__}"
             _set(module, name, x)
         return module(*xs[:n], **kwargs)
 
