@@ -53,7 +53,8 @@ def step(kernel: str, T: int, causal: bool, arrays: list[np.ndarray]):
             return [x.detach().numpy() for x in (out, tq.grad, tk.grad, tv.grad)]
         return run
     import minigrad as mg
-    from minigrad.nn.fused_attention import Attention, _causal, tiled_attention
+    from minigrad.nn.functional import tiled_attention
+    from minigrad.nn.fused_attention import Attention, _causal
 
     ts = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]  # made once, as torch's are
 

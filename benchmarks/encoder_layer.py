@@ -23,7 +23,7 @@ import numpy as np
 
 import minigrad as mg
 import minigrad.nn as nn
-from minigrad.nn.fused_attention import attention_reference, scaled_dot_product_attention
+from minigrad.nn.functional import attention_reference, scaled_dot_product_attention
 
 
 def median_ms(steps: dict[str, Callable[[], None]], reps: int, warmup: int,

@@ -17,6 +17,7 @@ import torch.nn.functional as TF
 
 import minigrad.nn.fused_attention as fa
 import minigrad.nn.kernels as kernels
+import minigrad.nn.packed_attention as packed
 import minigrad.nn.tiled_attention as tiled
 from minigrad.autograd import Function
 from minigrad.ops import elementwise as ew
@@ -35,6 +36,13 @@ def _dims(x: torch.Tensor, dim: Any) -> tuple[int, ...]:
     if dim is None or (isinstance(dim, (tuple, list)) and not dim):
         return tuple(range(x.dim()))
     return (int(dim),) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
+
+
+def _clamp(x: torch.Tensor, *bounds: torch.Tensor, low: bool = True, high: bool = True) -> torch.Tensor:
+    """Clip's twin. x is broadcast first (torch's clamp backward fails when a tensor bound is
+    larger than x); the bounds are left as they are, so a 0-d bound does not promote x."""
+    x = x.expand(torch.broadcast_shapes(x.shape, *(b.shape for b in bounds)))
+    return torch.clamp(x, bounds[0] if low else None, bounds[-1] if high else None)
 
 
 def _reduce(fn: Callable) -> Callable:
@@ -195,7 +203,7 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     ew.ReLU: torch.relu,
     ew.Maximum: torch.maximum,  # a tie splits the gradient in halves in both
     ew.Minimum: torch.minimum,
-    ew.Clip: lambda x, *, low=None, high=None: torch.clamp(x, low, high),
+    ew.Clip: _clamp,
     ew.Where: lambda cond, a, b: torch.where(cond.bool(), a, b),
     ew.MaskedFill: _masked_fill,
     # linear algebra and casts
@@ -227,8 +235,8 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     kernels.Embedding: _embedding,
     fa.Attention: _attention,
     tiled.TiledAttention: _tiled_attention,
-    fa.PackedAttention: _packed_attention,
+    packed.PackedAttention: _packed_attention,
 }
 
 # Ops whose torch twin draws random numbers and must know whether the module is training.
-RANDOM_OPS: frozenset[type[Function]] = frozenset({kernels.Dropout, fa.Attention, fa.PackedAttention})
+RANDOM_OPS: frozenset[type[Function]] = frozenset({kernels.Dropout, fa.Attention, packed.PackedAttention})

@@ -23,82 +23,6 @@ from minigrad import Tensor
 # ----------------------------------------------------------------------------- parts
 
 
-class CausalSelfAttention(nn.Module):
-    """Multi-head self-attention where token t sees tokens 0..t, with an optional KV cache.
-
-    The cache holds the keys and values of tokens already seen, so that generating one more
-    token costs one query against the cache instead of recomputing the whole prefix.
-    """
-
-    def __init__(self, embed_dim: int, num_heads: int, dropout: float):
-        if embed_dim % num_heads:
-            raise ValueError(f"GPT: embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
-        self.num_heads, self.dropout = num_heads, dropout
-        self.q_proj = nn.Linear(embed_dim, embed_dim)
-        self.k_proj = nn.Linear(embed_dim, embed_dim)
-        self.v_proj = nn.Linear(embed_dim, embed_dim)
-        self.out_proj = nn.Linear(embed_dim, embed_dim)
-        self.resid_dropout = nn.Dropout(dropout)
-
-    def forward(self, x: Tensor, cache: dict | None = None) -> Tensor:
-        B, T, C = x.shape
-        H = self.num_heads
-        # q, k and v in one product: the three weights stacked, (3C, C), give [q, k, v] side by side.
-        weight = mg.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])
-        bias = mg.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
-        qkv = F.linear(x, weight, bias)  # (B, T, 3C)
-        if cache is None:
-            # Training: split into heads, causal attention, heads merged, all inside one op
-            # (F.packed_self_attention); the same as the cached branch's steps with n = 0.
-            y = F.packed_self_attention(qkv, H, is_causal=True,
-                                        dropout_p=self.dropout if self.training else 0.0)  # (B, T, C)
-            return self.resid_dropout(self.out_proj(y))
-        # Generation. No graph is wanted here, so the heads are split and merged on the arrays
-        # themselves: a step of one token then runs as few ops as a step without the cache.
-        if mg.is_grad_enabled() and qkv.requires_grad:
-            raise RuntimeError("GPT: the KV cache is for generation; run cached steps under mg.no_grad()")
-        q, k, v = qkv.data.reshape(B, T, 3, H, C // H).transpose(2, 0, 3, 1, 4)  # each (B, H, T, D)
-        # Keys and values of earlier tokens come from the cache; the T new queries see
-        # every cached key and, among the new ones, those at or before their position.
-        n = cache.get("length", 0)
-        k, v = _cache_append(cache, k, v)  # (B, H, S, D), S = n + T
-        q, k, v = Tensor(q), Tensor(k), Tensor(v)
-        if T == 1:  # one new token sees everything
-            y = F.scaled_dot_product_attention(q, k, v)
-        elif n == 0:  # the prompt: plain causal attention
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        else:
-            allowed = np.tril(np.ones((T, n + T), dtype=bool), k=n)  # (T, S)
-            y = F.scaled_dot_product_attention(q, k, v, mask=mg.tensor(allowed))
-        y = y.data.transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, T, C): heads side by side again
-        return self.resid_dropout(self.out_proj(Tensor(y)))
-
-
-def _cache_append(cache: dict, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Write the new keys and values (B, H, T, D) after the cached ones; return views of all.
-
-    The buffers grow geometrically, so a step writes its T rows in place and reads a view:
-    no copy of the S cached rows per token (re-concatenating them made a step O(S) copies).
-    """
-    n, T = cache.get("length", 0), k.shape[2]
-    buf_k = cache.get("k")
-    if n and buf_k.shape[:2] != k.shape[:2]:  # else numpy's broadcast error, naming nothing
-        raise ValueError(f"GPT: the KV cache holds {buf_k.shape[0]} rows of the batch, got {k.shape[0]} "
-                         f"(and {buf_k.shape[1]} heads, got {k.shape[1]}); start a new cache for another "
-                         "batch")
-    if buf_k is None or buf_k.shape[2] < n + T or buf_k.shape[:2] != k.shape[:2]:
-        size = max(n + T, 2 * (0 if buf_k is None else buf_k.shape[2]), 16)
-        new_k = np.empty(k.shape[:2] + (size,) + k.shape[3:], dtype=k.dtype)
-        new_v = np.empty(v.shape[:2] + (size,) + v.shape[3:], dtype=v.dtype)
-        if n:
-            new_k[:, :, :n], new_v[:, :, :n] = buf_k[:, :, :n], cache["v"][:, :, :n]
-        cache["k"], cache["v"] = new_k, new_v
-    cache["k"][:, :, n:n + T] = k
-    cache["v"][:, :, n:n + T] = v
-    cache["length"] = n + T
-    return cache["k"][:, :, :n + T], cache["v"][:, :, :n + T]
-
-
 class MLP(nn.Module):
     """Position-wise feed-forward network: C -> 4C -> C with GELU."""
 
@@ -113,17 +37,28 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    """A pre-norm transformer block: x + attn(LN(x)), then x + mlp(LN(x))."""
+    """A pre-norm transformer block: x + attn(LN(x)), then x + mlp(LN(x)).
+
+    The attention is causal multi-head self-attention, token t seeing tokens 0..t
+    (`nn.MultiheadAttention`, packed into one op); with a `nn.KVCache` it attends from the new
+    tokens to the cached ones too, so that generating one more token costs one query against
+    the cache instead of recomputing the whole prefix.
+    """
 
     def __init__(self, config: GPTConfig):
         C = config.embed_dim
+        if C % config.num_heads:
+            raise ValueError(f"GPT: embed_dim {C} is not divisible by num_heads {config.num_heads}")
         self.norm1 = nn.LayerNorm(C)
-        self.attn = CausalSelfAttention(C, config.num_heads, config.dropout)
+        # init="linear": GPT sets the weights itself (below), from what four Linear layers draw.
+        self.attn = nn.MultiheadAttention(C, config.num_heads, dropout=config.dropout, init="linear")
+        self.resid_dropout = nn.Dropout(config.dropout)
         self.norm2 = nn.LayerNorm(C)
         self.mlp = MLP(C, config.mlp_ratio * C, config.dropout, config.activation)
 
-    def forward(self, x: Tensor, cache: dict | None = None) -> Tensor:
-        x = x + self.attn(self.norm1(x), cache)  # (B, T, C)
+    def forward(self, x: Tensor, cache: nn.KVCache | None = None) -> Tensor:
+        h = self.norm1(x)  # (B, T, C)
+        x = x + self.resid_dropout(self.attn(h, h, h, is_causal=True, cache=cache))  # (B, T, C)
         x = x + self.mlp(self.norm2(x))  # (B, T, C)
         return x
 
@@ -178,7 +113,14 @@ class GPT(nn.Module):
             if name.endswith(("out_proj.weight", "linear2.weight")):
                 nn.init.normal_(p, std=0.02 / np.sqrt(2 * config.num_layers))
 
-    def forward(self, idx: Tensor, caches: list | None = None, start: int = 0) -> Tensor:
+    def new_caches(self) -> list[nn.KVCache]:
+        """One empty KV cache per block, each preallocated for block_size positions: pass them
+        to forward (with `start`, the position of idx's first token) under `mg.no_grad()`.
+        (An empty dict per block, `[{} for _ in model.blocks]`, works too: it keeps its
+        block's `nn.KVCache` under "kv".)"""
+        return [nn.KVCache(self.config.block_size) for _ in self.blocks]
+
+    def forward(self, idx: Tensor, caches: list[nn.KVCache] | None = None, start: int = 0) -> Tensor:
         B, T = idx.shape
         if start + T > self.config.block_size:
             raise ValueError(
@@ -187,7 +129,7 @@ class GPT(nn.Module):
         pos = mg.arange(start, start + T)  # (T,)
         x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))  # (B, T, C)
         for i, block in enumerate(self.blocks):
-            x = block(x, None if caches is None else caches[i])  # (B, T, C)
+            x = block(x, None if caches is None else _kv_cache(caches[i]))  # (B, T, C)
         return self.head(self.norm_f(x))  # (B, T, V)
 
     def loss(self, idx: Tensor, targets: Tensor) -> Tensor:
@@ -212,28 +154,26 @@ class GPT(nn.Module):
             raise ValueError(f"generate: temperature must be >= 0, got {temperature}")
         if max_new_tokens < 0:
             raise ValueError(f"generate: max_new_tokens must be >= 0, got {max_new_tokens}")
-        was_training = self.training
-        self.eval()
-        out = np.array(getattr(idx, "data", idx), dtype=np.int64)  # (B, T)
-        block = self.config.block_size
-        caches, cached = None, 0  # the caches hold the last `cached` tokens of out, at positions 0..
-        for _ in range(max_new_tokens):
-            if not use_cache:
-                logits = self(mg.tensor(out[:, -block:]))  # crop to the context window
-            elif caches is not None and cached < block:  # one new token against the cache
-                logits = self(mg.tensor(out[:, -1:]), caches, start=cached)
-                cached += 1
-            else:
-                # Fill the caches from the prompt or, once the window is full, from its last
-                # half: positions are absolute, so a window that slides by one token would
-                # change every cached key. Jumping by half a window keeps most steps cheap.
-                keep = out.shape[1] if caches is None else block - block // 2
-                context = out[:, -min(keep, block):]
-                caches = [{} for _ in self.blocks]
-                logits = self(mg.tensor(context), caches)
-                cached = context.shape[1]
-            out = np.concatenate([out, self._pick(logits.data[:, -1], temperature, top_k)], axis=1)
-        self.train(was_training)
+        with nn.evaluating(self):
+            out = np.array(getattr(idx, "data", idx), dtype=np.int64)  # (B, T)
+            block = self.config.block_size
+            caches, cached = None, 0  # the caches hold the last `cached` tokens of out, at positions 0..
+            for _ in range(max_new_tokens):
+                if not use_cache:
+                    logits = self(mg.tensor(out[:, -block:]))  # crop to the context window
+                elif caches is not None and cached < block:  # one new token against the cache
+                    logits = self(mg.tensor(out[:, -1:]), caches, start=cached)
+                    cached += 1
+                else:
+                    # Fill the caches from the prompt or, once the window is full, from its last
+                    # half: positions are absolute, so a window that slides by one token would
+                    # change every cached key. Jumping by half a window keeps most steps cheap.
+                    keep = out.shape[1] if caches is None else block - block // 2
+                    context = out[:, -min(keep, block):]
+                    caches = self.new_caches()
+                    logits = self(mg.tensor(context), caches)
+                    cached = context.shape[1]
+                out = np.concatenate([out, self._pick(logits.data[:, -1], temperature, top_k)], axis=1)
         return out
 
     @staticmethod
@@ -249,3 +189,9 @@ class GPT(nn.Module):
         p /= p.sum(-1, keepdims=True)
         rng = mg.random.generator()
         return np.array([[rng.choice(len(row), p=row)] for row in p], dtype=np.int64)
+
+
+def _kv_cache(cache: nn.KVCache | dict) -> nn.KVCache:
+    """A block's cache: an nn.KVCache, or a dict (what forward took before KVCache existed),
+    which then holds one under "kv" between calls."""
+    return cache if isinstance(cache, nn.KVCache) else cache.setdefault("kv", nn.KVCache())

@@ -24,20 +24,15 @@ import numpy as np
 
 from minigrad import Tensor, cat
 
-from . import init
+from . import functional as F
+from . import init as nn_init
+from .attention_maps import _record, _recorders
 from .functional import _need_tensor, linear
-from .fused_attention import (
-    _causal,
-    _record,
-    _recorders,
-    attention_reference,
-    check_float_mask,
-    mask_dtype_error,
-    packed_self_attention,
-    scaled_dot_product_attention,
-)
+from .functional_attention import attention_reference, check_float_mask, mask_dtype_error
+from .fused_attention import _causal
 from .layers import Linear
 from .module import Module, Parameter
+from .packed_attention import KVCache
 
 # ----------------------------------------------------------------------------- masks
 
@@ -134,6 +129,13 @@ class MultiheadAttention(Module):
             key and value the same tensor) stacks the three projection weights into one
             product and splits the heads inside one op (`F.packed_self_attention`): the
             same numbers in fewer steps.
+        init: "xavier" (xavier_uniform_ weights, zero biases, as PyTorch) or "linear" (each
+            projection keeps `Linear`'s own initialisation, for a model that sets its weights
+            itself, as GPT does: it then draws exactly what four Linear layers draw).
+
+    Generation: `forward(x, x, x, is_causal=True, cache=KVCache(...))` writes the new keys and
+    values into the cache and attends to everything it holds (see `KVCache`), one packed op
+    per step, under `mg.no_grad()`.
 
     Shape:
         - query: (B, Tq, E); key: (B, Tk, kdim); value: (B, Tk, vdim)
@@ -143,13 +145,16 @@ class MultiheadAttention(Module):
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 kdim: int | None = None, vdim: int | None = None, fused: bool = True):
+                 kdim: int | None = None, vdim: int | None = None, fused: bool = True,
+                 init: str = "xavier"):
         if num_heads <= 0 or embed_dim % num_heads != 0:
             raise ValueError(
                 f"MultiheadAttention: embed_dim {embed_dim} is not divisible by num_heads {num_heads}"
             )
         if not 0.0 <= dropout <= 1.0:
             raise ValueError(f"MultiheadAttention: dropout must be in [0, 1], got {dropout}")
+        if init not in ("xavier", "linear"):
+            raise ValueError(f"MultiheadAttention: init must be 'xavier' or 'linear', got {init!r}")
         self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
         self.kdim = embed_dim if kdim is None else kdim
         self.vdim = embed_dim if vdim is None else vdim
@@ -158,44 +163,56 @@ class MultiheadAttention(Module):
         self.k_proj = Linear(self.kdim, embed_dim, bias=bias)
         self.v_proj = Linear(self.vdim, embed_dim, bias=bias)
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias)
-        for proj in (self.q_proj, self.k_proj, self.v_proj):
-            init.xavier_uniform_(proj.weight)
-        for proj in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
-            if proj.bias is not None:
-                init.zeros_(proj.bias)
+        if init == "xavier":
+            for proj in (self.q_proj, self.k_proj, self.v_proj):
+                nn_init.xavier_uniform_(proj.weight)
+            for proj in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
+                if proj.bias is not None:
+                    nn_init.zeros_(proj.bias)
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Any = None,
-                is_causal: bool = False, need_weights: bool = False) -> Tensor | tuple[Tensor, Tensor]:
-        """Attend from each query position to the key/value positions; see the class Shape."""
+                is_causal: bool = False, need_weights: bool = False,
+                cache: KVCache | None = None) -> Tensor | tuple[Tensor, Tensor]:
+        """Attend from each query position to the key/value positions; see the class Shape.
+        With a `cache` (self-attention only), to the cached positions too; see `KVCache`."""
         B, Tq, Tk = self._check(query, key, value)
         H, D = self.num_heads, self.head_dim
         self_attention = query is key is value and isinstance(query, Tensor)
-        if self.fused and self_attention and self.kdim == self.vdim == self.embed_dim:
-            return self._packed(query, mask, is_causal, need_weights)
+        packs = self_attention and self.kdim == self.vdim == self.embed_dim
+        if cache is not None and not (packs and self.fused):
+            raise ValueError(
+                "MultiheadAttention: a KV cache is for fused self-attention: pass the same tensor as "
+                "query, key and value, with fused=True and kdim = vdim = embed_dim")
+        if self.fused and packs:
+            return self._packed(query, mask, is_causal, need_weights, cache)
         q = self.q_proj(query).reshape(B, Tq, H, D).transpose(1, 2)  # (B, H, Tq, D)
         k = self.k_proj(key).reshape(B, Tk, H, D).transpose(1, 2)  # (B, H, Tk, D)
         v = self.v_proj(value).reshape(B, Tk, H, D).transpose(1, 2)  # (B, H, Tk, D)
         mask = self._mask(mask, (B, H, Tq, Tk))
-        attend = scaled_dot_product_attention if self.fused else attention_reference
+        attend = F.scaled_dot_product_attention if self.fused else attention_reference
         out = attend(q, k, v, mask=mask, is_causal=is_causal,
                      dropout_p=self.dropout if self.training else 0.0, need_weights=need_weights)
         out, weights = out if need_weights else (out, None)  # (B, H, Tq, D), (B, H, Tq, Tk)
         out = self.out_proj(out.transpose(1, 2).reshape(B, Tq, self.embed_dim))  # (B, Tq, E)
         return (out, weights) if need_weights else out
 
-    def _packed(self, x: Tensor, mask: Any, is_causal: bool,
-                need_weights: bool) -> Tensor | tuple[Tensor, Tensor]:
+    def _packed(self, x: Tensor, mask: Any, is_causal: bool, need_weights: bool,
+                cache: KVCache | None) -> Tensor | tuple[Tensor, Tensor]:
         """Self-attention, computed as `forward` does but packed: q, k and v come from one
         product with the three weights stacked, and one op splits and merges the heads
-        (`F.packed_self_attention`): fewer, bigger steps, the same numbers."""
+        (`F.packed_self_attention`, looked up at each call so the exercises can swap it):
+        fewer, bigger steps, the same numbers."""
         B, T, _ = x.shape
+        S, options = T, {}
+        if cache is not None:  # passed only when given: a swapped-in function need not know it
+            S, options = cache.length + T, {"cache": cache}
         projections = (self.q_proj, self.k_proj, self.v_proj)
         weight = cat([p.weight for p in projections])  # (3E, E)
         bias = None if self.q_proj.bias is None else cat([p.bias for p in projections])
-        out = packed_self_attention(linear(x, weight, bias), self.num_heads,
-                                    mask=self._mask(mask, (B, self.num_heads, T, T)), is_causal=is_causal,
-                                    dropout_p=self.dropout if self.training else 0.0,
-                                    need_weights=need_weights)
+        out = F.packed_self_attention(linear(x, weight, bias), self.num_heads,
+                                      mask=self._mask(mask, (B, self.num_heads, T, S)), is_causal=is_causal,
+                                      dropout_p=self.dropout if self.training else 0.0,
+                                      need_weights=need_weights, **options)
         out, weights = out if need_weights else (out, None)  # (B, T, E), (B, H, T, T)
         out = self.out_proj(out)
         return (out, weights) if need_weights else out
@@ -328,7 +345,7 @@ class BilinearAttention(Module):
     def __init__(self, query_dim: int, key_dim: int):
         self.query_dim, self.key_dim = query_dim, key_dim
         self.weight = Parameter(np.zeros((query_dim, key_dim), dtype=np.float32))
-        init.xavier_uniform_(self.weight)
+        nn_init.xavier_uniform_(self.weight)
 
     def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Any = None) -> tuple[Tensor, Tensor]:
         _check_qkv("BilinearAttention", query, keys, values, self.query_dim, self.key_dim)

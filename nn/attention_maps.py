@@ -8,6 +8,7 @@ named by the module that computed them, to look at them (e.g. with `minigrad.viz
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -15,7 +16,41 @@ import numpy as np
 
 from minigrad.autograd import current_scope
 
-from . import fused_attention
+
+class _Recorders(threading.local):
+    """The open `record_attention` recorders of the running thread: one list per thread, as
+    grad mode is, so a recorder open in one thread never collects the attention of a model
+    running in another. Never rebound, so modules that import it see the same object; empty
+    unless one is open, so the attention functions pay one `if _recorders:`."""
+
+    def __init__(self) -> None:
+        self.open: list = []  # a new thread starts with none
+
+    def __bool__(self) -> bool:
+        return bool(self.open)
+
+    def __iter__(self):
+        return iter(self.open)
+
+    def __len__(self) -> int:
+        return len(self.open)
+
+    def __eq__(self, other: object) -> bool:
+        return self.open == other
+
+    def __repr__(self) -> str:
+        return repr(self.open)
+
+
+_recorders = _Recorders()
+
+
+def _record(weights: np.ndarray, source: str) -> None:
+    """Hand attention weights to every open recorder (each copies them); the attention
+    functions and layers call it when `_recorders` is not empty."""
+    for recorder in _recorders:
+        recorder.add(weights, source)
+
 
 
 @dataclass
@@ -59,14 +94,14 @@ class AttentionMaps:
 
     def __enter__(self) -> AttentionMaps:
         # This thread's recorders: attention computed in other threads is not recorded here.
-        if any(r is self for r in fused_attention._recorders):
+        if any(r is self for r in _recorders):
             raise RuntimeError("record_attention: this recorder is already recording")
-        fused_attention._recorders.open.append(self)
+        _recorders.open.append(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
         # Remove by identity: another recorder may be nested inside or around this one.
-        recorders = fused_attention._recorders.open
+        recorders = _recorders.open
         for i, r in enumerate(recorders):
             if r is self:
                 del recorders[i]

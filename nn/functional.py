@@ -11,12 +11,18 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from minigrad import Tensor
+from minigrad import Tensor, cat
 from minigrad.autograd import current_scope
 from minigrad.ops.reduce import LogSoftmax, Softmax
-from minigrad.viz._names import Names
+from minigrad.viz import describe_scope
 
 from . import kernels
+
+__all__ = [
+    "attention_reference", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear",
+    "log_softmax", "mse_loss", "nll_loss", "packed_self_attention", "relu", "scaled_dot_product_attention",
+    "sigmoid", "softmax", "tanh", "tiled_attention",
+]
 
 _REDUCTIONS = ("mean", "sum", "none")
 _CONVERT = {"float32": "x.float()", "float64": "x.double()"}
@@ -31,7 +37,7 @@ def _where() -> str:
     """" (in the module blocks.0.fc (Linear))" when raised inside a module call, else "": a student
     then knows which layer got the bad input."""
     scope = current_scope()
-    return f" (in the module {Names().describe_scope(scope)})" if scope else ""
+    return f" (in the module {describe_scope(scope)})" if scope else ""
 
 
 def _need_tensor(fn: str, what: str, x: Any) -> None:
@@ -65,10 +71,18 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         output: (*, out_features).
     """
     _need_tensor("linear", "the input", x)
+    _need_tensor("linear", "the weight", weight)
+    if bias is not None:
+        _need_tensor("linear", "the bias", bias)
     if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
         raise ValueError(
             f"linear: input of shape {x.shape} does not fit weight of shape {weight.shape} "
             "(the input's last dimension must equal weight.shape[1] = in_features)"
+        )
+    if bias is not None and bias.shape != weight.shape[:1]:  # numpy would broadcast, or fail unnamed
+        raise ValueError(
+            f"linear: bias has shape {bias.shape} but weight {weight.shape} needs {weight.shape[:1]}"
+            f"{_where()} (one bias per output feature)"
         )
     if x.dtype.kind not in "fc":  # numpy would silently compute in float64; PyTorch raises
         # (A float64 input to float32 weights is allowed: it computes in float64, which the
@@ -173,8 +187,10 @@ def cross_entropy(logits: Tensor, target: Any, ignore_index: int = -100, reducti
     """Softmax cross entropy of `logits` against class ids, fused (see kernels.CrossEntropy).
 
     Unlike PyTorch, the class dimension is always the last one, for any number of leading
-    dimensions. With reduction="mean", rows whose target is `ignore_index` are left out of
-    the average; if every row is ignored the result is 0.0 (PyTorch gives nan).
+    dimensions. Rows whose target is `ignore_index` are never read: they give loss 0 and a
+    gradient of exactly 0, whatever they hold (a PAD row masked to -inf, NaN). With
+    reduction="mean" they are left out of the average; if every row is ignored the result
+    is 0.0 (PyTorch gives nan), so a batch of padding only does not poison training.
 
     Shape:
         logits: (*, C); target: (*), integer ids in [0, C) or ignore_index;
@@ -184,30 +200,50 @@ def cross_entropy(logits: Tensor, target: Any, ignore_index: int = -100, reducti
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must lie in [0, 1], not {label_smoothing}")
     t = _check_targets("cross_entropy", logits, target, ignore_index)
-    return kernels.CrossEntropy.apply(
-        logits, Tensor._make(t, None), ignore_index=ignore_index, reduction=reduction,
+    keep = t != ignore_index
+    if keep.all():  # the common case: no copy
+        x, t_kept = logits, t
+    else:  # only the kept rows reach the kernel: log-softmax of an all -inf row would be nan
+        x, t_kept = logits.reshape(-1, logits.shape[-1])[keep.reshape(-1)], t[keep]  # (K, C), (K,)
+    loss = kernels.CrossEntropy.apply(
+        x, Tensor._make(t_kept, None), ignore_index=ignore_index, reduction=reduction,
         label_smoothing=float(label_smoothing),
     )
+    return _put_back(loss, keep) if reduction == "none" else loss
 
 
 def nll_loss(log_probs: Tensor, target: Any, ignore_index: int = -100,
              reduction: str = "mean") -> Tensor:
     """Negative log likelihood: -log_probs[..., target], for log-probabilities (e.g. from
-    `log_softmax`); ignored rows as in `cross_entropy`.
+    `log_softmax`); ignored rows are never read, as in `cross_entropy`.
 
     Shape:
         log_probs: (*, C); target: (*); output: () for "mean" and "sum", (*) for "none".
     """
     _check_reduction("nll_loss", reduction)
-    t = _check_targets("nll_loss", log_probs, target, ignore_index).reshape(-1)
+    t = _check_targets("nll_loss", log_probs, target, ignore_index)
     keep = t != ignore_index
-    flat = log_probs.reshape(-1, log_probs.shape[-1])
-    picked = flat[np.arange(t.size), np.where(keep, t, 0)]
-    loss = -(picked * Tensor._make(keep.astype(log_probs.dtype), None))
+    rows = log_probs.reshape(-1, log_probs.shape[-1])  # (N, C)
+    t_kept = t.reshape(-1)
+    if not keep.all():  # pick from the kept rows only (0 * -inf would be nan)
+        rows, t_kept = rows[keep.reshape(-1)], t[keep]  # (K, C), (K,)
+    loss = -rows[np.arange(t_kept.size), t_kept]  # (K,)
     if reduction == "none":
-        return loss.reshape(log_probs.shape[:-1])
+        return _put_back(loss, keep)
     total = loss.sum()
-    return total if reduction == "sum" else total / max(int(keep.sum()), 1)
+    return total if reduction == "sum" else total / max(t_kept.size, 1)
+
+
+def _put_back(loss: Tensor, keep: np.ndarray) -> Tensor:
+    """The losses (K,) of the kept rows in their places in keep's shape (*), 0 at the ignored
+    ones. Each ignored place reads an appended constant 0, so its upstream gradient (even a
+    nan) goes nowhere."""
+    if keep.all():
+        return loss.reshape(keep.shape)
+    flat = keep.reshape(-1)
+    pos = np.where(flat, np.cumsum(flat) - 1, loss.shape[0])  # (N,): kept row k -> k, ignored -> K
+    padded = cat([loss.reshape(-1), Tensor(np.zeros(1, dtype=loss.dtype))])  # (K + 1,)
+    return padded[pos].reshape(keep.shape)
 
 
 def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
@@ -244,8 +280,12 @@ def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor 
     if x.shape[x.ndim - len(shape):] != shape or len(shape) > x.ndim:
         raise ValueError(f"layer_norm: input of shape {x.shape} does not end in normalized_shape {shape}")
     for name, p in (("weight", weight), ("bias", bias)):
-        if p is not None and p.shape != shape:
-            raise ValueError(f"layer_norm: {name} of shape {p.shape}, expected {shape}")
+        if p is None:
+            continue
+        _need_tensor("layer_norm", f"the {name}", p)
+        if p.shape != shape:
+            raise ValueError(f"layer_norm: {name} has shape {p.shape} but normalized_shape {shape} "
+                             f"needs {shape}{_where()}")
     params = []
     if weight is not None or bias is not None:
         params.append(weight if weight is not None else Tensor(np.ones(shape, dtype=x.dtype)))
@@ -265,7 +305,8 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     return kernels.Dropout.apply(x, p=p)
 
 
-from .fused_attention import (  # noqa: E402, F401
+from .functional_attention import (  # noqa: E402, F401
+    attention_reference,
     packed_self_attention,
     scaled_dot_product_attention,
     tiled_attention,

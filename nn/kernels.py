@@ -1,4 +1,5 @@
-"""Fused kernels of the nn layer: linear, cross entropy, layer norm, GELU, dropout and embedding.
+"""Fused kernels of the nn layer: linear, cross entropy, layer norm and GELU (dropout and the
+embedding lookup are in lookup_kernels.py, re-exported here).
 
 Each is one `Function` with a hand-written backward, the code to study; the tests check each
 against the same math composed from core Tensor ops. `g` is always the upstream gradient.
@@ -11,15 +12,18 @@ import math
 import numpy as np
 
 from minigrad.autograd import Function
-from minigrad.ops.reduce import LogSoftmax
-from minigrad.random import generator
 
 from ._erf import erf, erf_float32
+from .lookup_kernels import Dropout, Embedding, scatter_add_rows, scatter_add_rows_reference  # noqa: F401
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:
-    """log_softmax over the last axis: the core's fused kernel, run on plain arrays."""
-    return LogSoftmax.forward(LogSoftmax(), x, dim=-1)
+    """log_softmax over the last axis, as the core's LogSoftmax computes it: (x - m) - log(sum
+    exp(x - m)), m the row max, 0 where infinite (a row of -inf gives -inf, not NaN)."""
+    m = x.max(axis=-1, keepdims=True, initial=-np.inf)
+    shifted = x - np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
+    with np.errstate(divide="ignore"):
+        return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
 def _col_sums(a: np.ndarray) -> np.ndarray:
@@ -325,79 +329,3 @@ class GELU(Function):
             return dx
         with np.errstate(over="ignore"):  # x^2 = inf for huge |x|: exp(-inf) = 0, right
             return g * (s + x * (_INV_SQRT_2PI * np.exp(-0.5 * x * x)))
-
-
-# ----------------------------------------------------------------------------- dropout
-
-
-class Dropout(Function):
-    """Inverted dropout: y = x * m / (1 - p), m_i ~ Bernoulli(1 - p)     dx = g * m / (1 - p)
-
-    The mask comes from the global generator (see `minigrad.manual_seed`) and is kept for
-    backward. Scaling by 1 / (1 - p) at training time keeps E[y] = x, so evaluation needs
-    no rescaling.
-    """
-
-    @staticmethod
-    def forward(ctx, x, *, p=0.5):
-        keep = generator().random(x.shape, dtype=np.float32) >= p
-        scaled = keep * x.dtype.type(1.0 / (1.0 - p))  # m / (1 - p), in x's dtype
-        ctx.save_for_backward(scaled)
-        return x * scaled
-
-    @staticmethod
-    def backward(ctx, g):
-        (scaled,) = ctx.saved
-        return g * scaled
-
-
-# ----------------------------------------------------------------------------- embedding
-
-
-class Embedding(Function):
-    """Row lookup: y[..., :] = W[idx[...], :]     dW = zeros, with g scatter-added at rows idx
-
-    A row used twice receives both gradients (np.add.at accumulates repeats); the row
-    `padding_idx`, when given, receives none.
-    """
-
-    @staticmethod
-    def forward(ctx, idx, weight, *, padding_idx=None):
-        ctx.save_for_backward(idx)
-        ctx.shape, ctx.padding_idx = weight.shape, padding_idx
-        return weight[idx]
-
-    @staticmethod
-    def backward(ctx, g):
-        (idx,) = ctx.saved
-        dw = scatter_add_rows(idx.reshape(-1), g.reshape(-1, ctx.shape[-1]), ctx.shape[0])
-        if ctx.padding_idx is not None:
-            dw[ctx.padding_idx] = 0
-        return None, dw
-
-
-def scatter_add_rows_reference(ids: np.ndarray, rows: np.ndarray, num_rows: int) -> np.ndarray:
-    """out[ids[i]] += rows[i] for every i: the readable definition (np.add.at)."""
-    out = np.zeros((num_rows, rows.shape[1]), dtype=rows.dtype)
-    np.add.at(out, ids, rows)
-    return out
-
-
-def scatter_add_rows(ids: np.ndarray, rows: np.ndarray, num_rows: int) -> np.ndarray:
-    """The same as `scatter_add_rows_reference`, about 3x faster: sort the ids so that equal
-    ids are adjacent, then sum each run of equal ids with one np.add.reduceat. Ids without
-    repeats (learned positions) are copied, not summed: at T = 1024 that is about 20x faster."""
-    out = np.zeros((num_rows, rows.shape[1]), dtype=rows.dtype)
-    if ids.size == 0:
-        return out
-    if np.all(ids[1:] > ids[:-1]):  # no repeats, in order (positions 0..T-1): a plain copy
-        out[ids] = rows
-        return out
-    order = np.argsort(ids, kind="stable")
-    sorted_ids = ids[order]
-    starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
-    if starts.size == ids.size:  # no repeats: reduceat over one-row runs is slow, and not needed
-        out[sorted_ids] = rows[order]
-    else:
-        out[sorted_ids[starts]] = np.add.reduceat(rows[order], starts, axis=0)
-    return out

@@ -6,6 +6,7 @@ dicts included), so there is nothing to register and no `super().__init__()` to 
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Any, Iterator, Mapping
 
 import numpy as np
@@ -225,3 +226,22 @@ class ModuleList(Module):
 
     def __iter__(self) -> Iterator[Module]:
         return iter(self.items)
+
+
+@contextmanager
+def evaluating(model: Module) -> Iterator[Module]:
+    """Put `model` (and every module below it) in eval mode for the block, then give each
+    module back the training flag it had, even when the block raises.
+
+        with nn.evaluating(model):      # dropout off, as model.eval()
+            logits = model(x)
+        # here each module is in the mode it was in before: a submodule that was frozen in
+        # eval mode stays so, where model.train() would have switched it back on.
+    """
+    before = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield model
+    finally:
+        for m, mode in before:
+            m.training = mode

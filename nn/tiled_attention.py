@@ -1,7 +1,10 @@
 """Tiled attention (FlashAttention's idea in numpy): softmax(Q K^T * scale + bias) V computed block
 by block with an online softmax, so that neither pass ever holds the (Tq, Tk) score matrix.
 
-`scaled_dot_product_attention` (fused_attention.py) picks this kernel for long sequences.
+`tiled_forward` and `tiled_backward` are the kernel, plain numpy functions with their
+derivation, under the thin `TiledAttention` op. The block grid they walk is `_Tiles`
+(attention_tiles.py). `scaled_dot_product_attention` (functional_attention.py) picks
+this kernel for long sequences (`use_tiled`, fused_attention.py).
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import numpy as np
 
 from minigrad import Function
 
+from .attention_tiles import _LOG2E, _append_t, _Tiles, _with_column
+
 # Default block sizes (queries, keys), chosen on one thread, D = 32, causal, (B, H) = (1, 4),
 # forward + backward: at T = 2048 and 4096, 128 x 128, 128 x 192 and 192 x 128 came within noise
 # of each other; 96 x 128 and 128 x 96 were 4-7% slower (more calls per score), 128 x 256,
@@ -20,18 +25,11 @@ from minigrad import Function
 BLOCK_Q = 128
 BLOCK_K = 128
 
-_SKIP = False  # a block whose every score is masked: not computed at all
-_LOG2E = math.log2(math.e)  # exp(x) = 2**(x log2(e)); see `_Tiles.exp_scores`
 
-
-class TiledAttention(Function):
-    """O = softmax(Q K^T * scale + bias, masked) V, computed in (block_q, block_k) tiles.
-
-    Inputs and options as in `Attention` (q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv), an
-    optional float `bias`, a bool `allowed`, `scale`), plus `causal_offset`: when not None, key
-    j is allowed for query i only if j <= i + causal_offset (0 is `is_causal`, aligned top-left;
-    Tk - Tq puts the last query on the last key, as with a KV cache). No dropout, no weights out:
-    the point is that A is never stored.
+def tiled_forward(q, k, v, bias=None, allowed=None, causal_offset=None, *, scale: float,
+                  block_q: int = BLOCK_Q, block_k: int = BLOCK_K) -> tuple[np.ndarray, tuple, _Tiles]:
+    """O = softmax(Q K^T * scale + bias, masked) V on arrays, tile by tile; returns (O, saved,
+    tiles), saved and tiles being what `tiled_backward` needs. Arguments: `TiledAttention`.
 
     Write S = Q K^T * scale + bias (-inf where masked), m_i = max_j S_ij, l_i = sum_j exp(S_ij - m_i),
     so that A_ij = exp(S_ij - m_i) / l_i and O_i = sum_j A_ij v_j. Split the keys into blocks
@@ -52,15 +50,62 @@ class TiledAttention(Function):
     Only O and L (Tq numbers per head) are saved, with the inputs. (The code first tries a
     shortcut that skips the search for each tile's max: `_fixed_reference` says why that is
     exact, and when it does not apply, the rows are redone with the steps above.)
+    """
+    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
+                               *(m.shape[:-2] for m in (bias, allowed) if m is not None))
+    tq, tk, dv = q.shape[-2], k.shape[-2], v.shape[-1]
+    dtype = np.result_type(q, k, v)
+    qf = _flat(q, lead, dtype)  # (N, Tq, d), scaled one query block at a time (no copy of Q)
+    kf, vf = _flat(k, lead, dtype), _flat(v, lead, dtype)  # (N, Tk, d), (N, Tk, dv)
+    tiles = _Tiles(lead, tq, tk, bias, allowed, causal_offset, block_q, block_k, dtype)
+    acc_l = np.zeros(qf.shape[:2] + (dv + 1,), dtype)  # (N, Tq, dv + 1): [acc, l] per row
+    lse = np.zeros(qf.shape[:2] + (1,), dtype)  # (N, Tq, 1), L
+    # A column of ones after V makes P [V, 1] = [P V, rowsum(P)]: the sum l rides along in
+    # the matmul instead of costing a pass over P. And [Q*scale, -m] [K, 1]^T = S - m: the
+    # shortcut below gets S - m straight from the matmul (with 0 for -m, plain S).
+    k1t, v1 = _append_t(kf, 1, tiles.bk), _with_column(vf, 1)  # blocks of [K, 1]^T, (N, Tk, dv + 1)
+    for i0, i1 in tiles.query_blocks():
+        acc = acc_l[:, i0:i1]
+        qi = qf[:, i0:i1] * dtype.type(scale)  # Q_I * scale
+        m = tiles.first_scores(qi, kf, i0, i1)  # (N, bq, 1): -inf, or S_i0 (below)
+        if not _fixed_reference(tiles, acc, m, qi, k1t, v1, i0, i1):
+            acc[...], m[...] = 0, -np.inf  # 1.
+            q_0 = _with_column(qi, 0)  # [Q_I * scale, 0] [K_J, 1]^T = S_IJ
+            for j0, j1 in tiles.key_blocks(i0, i1):
+                s = tiles.scores(q_0, tiles.key_tile(k1t, j0, j1), i0, i1, j0, j1)
+                if s is None:
+                    continue  # every score of the tile is masked
+                m_new = np.maximum(m, s.max(axis=-1, keepdims=True))  # 2. the running max
+                m_safe = np.where(np.isfinite(m_new), m_new, 0)  # a row all -inf so far: 0, no NaN
+                s -= m_safe
+                np.exp(s, out=s)  # P
+                acc *= np.exp(m - m_safe)  # the correction c; exp(-inf) = 0 when nothing came before
+                acc += s @ v1[:, j0:j1]  # acc = c acc + P V,  l = c l + rowsum(P)
+                m[...] = m_new
+        total = acc[:, :, dv:].copy()
+        empty = total == 0  # a row with nothing allowed: O = 0, L = 0 (never used)
+        total[empty] = 1
+        acc[:, :, :dv] /= total  # 3.
+        lse[:, i0:i1] = np.where(empty, 0, m + np.log(total))
+    out = np.ascontiguousarray(acc_l[:, :, :dv])
+    tiles.release()
+    tiles.shapes = (q.shape, k.shape, v.shape)  # for the gradients' shapes
+    return out.reshape(lead + (tq, dv)), (qf, kf, vf, out, lse), tiles
 
-    Backward, g = dL/dO; the rules of `Attention` (dropout off), one tile at a time:
+
+def tiled_backward(g: np.ndarray, saved: tuple, tiles: _Tiles, scale: float, needs: tuple) -> tuple:
+    """The gradients of `tiled_forward` for the inputs flagged in `needs` (q, k, v and, when
+    there was one, bias), None for the others.
+
+    Backward, g = dL/dO; the rules of `attention_backward` (dropout off), one tile at a time:
         A = softmax(S) was never stored, but A_IJ = exp(S_IJ - L_I) recomputes any tile of it
         exactly from Q_I, K_J and the saved L_I. With D_i = rowsum(g_i * O_i) (computed on
-        (block_q, dv) arrays: `Attention`'s step 3 shows D_i = sum_j dA_ij A_ij), for every tile:
+        (block_q, dv) arrays: `attention_backward`'s step 3 shows D_i = sum_j dA_ij A_ij), for
+        every tile:
             A_IJ = exp(Q_I K_J^T * scale (+ bias_IJ) - L_I)   (masked entries: exp(-inf) = 0)
             dV_J += A_IJ^T g_I                               1. O = A V
             dA_IJ = g_I V_J^T                                1.
-            dS_IJ = A_IJ * (dA_IJ - D_I)                     3. softmax, as in `Attention`
+            dS_IJ = A_IJ * (dA_IJ - D_I)                     3. softmax, as there
             dQ_I += dS_IJ K_J * scale,  dK_J += dS_IJ^T Q_I * scale,  dbias_IJ = dS_IJ   4.
         Each sum over tiles is a sum over j (for dQ) or over i (for dK, dV) split in pieces.
         The loop takes key blocks outside and query blocks inside (FlashAttention-2's order):
@@ -69,6 +114,71 @@ class TiledAttention(Function):
         this order took 2-6% less time than query blocks outside.)
     The backward and the forward's shortcut take exp(x) as 2**(x log2(e)), which numpy computes
     faster (`_Tiles.exp_scores`).
+    """
+    qf, kf, vf, out, lse = saved
+    lead, (q_shape, k_shape, v_shape) = tiles.lead, tiles.shapes
+    need_q, need_k, need_v = needs[:3]
+    need_bias = len(needs) > 3 and needs[3]
+    need_ds = need_q or need_k or need_bias
+    g = np.ascontiguousarray(g.reshape(out.shape), dtype=out.dtype)  # (N, Tq, dv)
+    dq = np.zeros_like(qf) if need_q else None
+    dk = np.zeros_like(kf) if need_k else None  # keys no query sees keep 0
+    dv = np.zeros_like(vf) if need_v else None
+    dbias = np.zeros(tiles.bias.shape, out.dtype) if need_bias else None
+    # Two more columns fold the subtractions into the matmuls: [Q*scale, -L] [K, 1]^T = S - L
+    # and [g, -D] [V, 1]^T = dA - D, so no pass over a tile is spent on them.
+    d_row = np.einsum("nik,nik->ni", g, out)[..., None]  # D = rowsum(g * O), (N, Tq, 1)
+    q_l = _with_column(qf * out.dtype.type(scale), -lse)  # (N, Tq, d + 1)
+    q_l *= _LOG2E  # for `exp_scores`
+    g_d = _with_column(g, -d_row)  # (N, Tq, dv + 1)
+    k1t, v1t = _append_t(kf, 1, tiles.bk), _append_t(vf, 1, tiles.bk)  # blocks of [K, 1]^T, [V, 1]^T
+    # Key blocks outside, query blocks inside: see the docstring.
+    with np.errstate(over="ignore"):  # only masked scores can overflow in exp, and are then set to 0
+        for j0, j1 in tiles.key_blocks(0, tiles.tq):
+            dk_j = np.zeros((kf.shape[0], j1 - j0, kf.shape[2]), kf.dtype) if need_k else None
+            dv_j = np.zeros((vf.shape[0], j1 - j0, vf.shape[2]), vf.dtype) if need_v else None
+            for i0, i1 in tiles.query_blocks_seeing(j0):
+                a = tiles.exp_scores(q_l[:, i0:i1], tiles.key_tile(k1t, j0, j1), i0, i1, j0, j1)
+                if a is None:
+                    continue  # A_IJ = exp(S_IJ - L_I), recomputed; None: every score masked
+                if need_v:
+                    dv_j += a.transpose(0, 2, 1) @ g[:, i0:i1]  # 1. dV_J += A_IJ^T g_I
+                if not need_ds:
+                    continue
+                ds = tiles.buffer(1, a.shape)
+                np.matmul(g_d[:, i0:i1], tiles.key_tile(v1t, j0, j1), out=ds)  # 1. dA_IJ - D_I
+                ds *= a  # 3. dS = A * (dA - D)
+                if need_bias:
+                    tiles.add_bias_grad(dbias, ds, i0, i1, j0, j1)
+                if need_q:
+                    dq[:, i0:i1] += ds @ kf[:, j0:j1]  # 4. dQ_I += dS K_J (* scale, below)
+                if need_k:
+                    dk_j += ds.transpose(0, 2, 1) @ qf[:, i0:i1]  # 4. dK_J += dS^T Q_I (* scale)
+            if need_k:
+                dk[:, j0:j1] = dk_j
+            if need_v:
+                dv[:, j0:j1] = dv_j
+    tiles.release()
+    for x in (dq, dk):
+        if x is not None:
+            x *= x.dtype.type(scale)
+    grads = tuple(None if x is None else x.reshape(lead + shape[-2:])
+                  for x, shape in ((dq, q_shape), (dk, k_shape), (dv, v_shape)))
+    if len(needs) > 3:
+        return grads + (None if dbias is None else dbias.reshape(tiles.bias_shape),)
+    return grads
+
+
+class TiledAttention(Function):
+    """O = softmax(Q K^T * scale + bias, masked) V, computed in (block_q, block_k) tiles.
+
+    Inputs and options as in `Attention` (q (..., Tq, d), k (..., Tk, d), v (..., Tk, dv), an
+    optional float `bias`, a bool `allowed`, `scale`), plus `causal_offset`: when not None, key
+    j is allowed for query i only if j <= i + causal_offset (0 is `is_causal`, aligned top-left;
+    Tk - Tq puts the last query on the last key, as with a KV cache). No dropout, no weights out:
+    the point is that A is never stored.
+
+    The kernel is `tiled_forward` and `tiled_backward` above, each with its derivation.
 
     Causal masking: a tile whose every key is after every query (j > i + offset) contributes
     exp(-inf) = 0 everywhere, so both passes skip it (about half the tiles); only tiles that
@@ -85,109 +195,22 @@ class TiledAttention(Function):
     @staticmethod
     def forward(ctx, q, k, v, bias=None, *, allowed=None, causal_offset=None, scale,
                 block_q=BLOCK_Q, block_k=BLOCK_K):
-        lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
-                                   *(m.shape[:-2] for m in (bias, allowed) if m is not None))
-        tq, tk, dv = q.shape[-2], k.shape[-2], v.shape[-1]
-        dtype = np.result_type(q, k, v)
-        qf = _flat(q, lead, dtype)  # (N, Tq, d), scaled one query block at a time (no copy of Q)
-        kf, vf = _flat(k, lead, dtype), _flat(v, lead, dtype)  # (N, Tk, d), (N, Tk, dv)
-        tiles = _Tiles(lead, tq, tk, bias, allowed, causal_offset, block_q, block_k, dtype)
-        acc_l = np.zeros(qf.shape[:2] + (dv + 1,), dtype)  # (N, Tq, dv + 1): [acc, l] per row
-        lse = np.zeros(qf.shape[:2] + (1,), dtype)  # (N, Tq, 1), L
-        # A column of ones after V makes P [V, 1] = [P V, rowsum(P)]: the sum l rides along in
-        # the matmul instead of costing a pass over P. And [Q*scale, -m] [K, 1]^T = S - m: the
-        # shortcut below gets S - m straight from the matmul (with 0 for -m, plain S).
-        k1t, v1 = _append_t(kf, 1, tiles.bk), _with_column(vf, 1)  # blocks of [K, 1]^T, (N, Tk, dv + 1)
-        for i0, i1 in tiles.query_blocks():
-            acc = acc_l[:, i0:i1]
-            qi = qf[:, i0:i1] * dtype.type(scale)  # Q_I * scale
-            m = tiles.first_scores(qi, kf, i0, i1)  # (N, bq, 1): -inf, or S_i0 (below)
-            if not _fixed_reference(tiles, acc, m, qi, k1t, v1, i0, i1):
-                acc[...], m[...] = 0, -np.inf  # 1.
-                q_0 = _with_column(qi, 0)  # [Q_I * scale, 0] [K_J, 1]^T = S_IJ
-                for j0, j1 in tiles.key_blocks(i0, i1):
-                    s = tiles.scores(q_0, tiles.key_tile(k1t, j0, j1), i0, i1, j0, j1)
-                    if s is None:
-                        continue  # every score of the tile is masked
-                    m_new = np.maximum(m, s.max(axis=-1, keepdims=True))  # 2. the running max
-                    m_safe = np.where(np.isfinite(m_new), m_new, 0)  # a row all -inf so far: 0, no NaN
-                    s -= m_safe
-                    np.exp(s, out=s)  # P
-                    acc *= np.exp(m - m_safe)  # the correction c; exp(-inf) = 0 when nothing came before
-                    acc += s @ v1[:, j0:j1]  # acc = c acc + P V,  l = c l + rowsum(P)
-                    m[...] = m_new
-            total = acc[:, :, dv:].copy()
-            empty = total == 0  # a row with nothing allowed: O = 0, L = 0 (never used)
-            total[empty] = 1
-            acc[:, :, :dv] /= total  # 3.
-            lse[:, i0:i1] = np.where(empty, 0, m + np.log(total))
-        out = np.ascontiguousarray(acc_l[:, :, :dv])
-        tiles.release()
-        ctx.save_for_backward(qf, kf, vf, out, lse)
-        ctx.tiles, ctx.scale, ctx.shapes = tiles, scale, (lead, q.shape, k.shape, v.shape)
+        out, saved, tiles = tiled_forward(q, k, v, bias, allowed, causal_offset, scale=scale,
+                                          block_q=block_q, block_k=block_k)
+        ctx.save_for_backward(*saved)
+        ctx.tiles, ctx.scale = tiles, scale
         ctx.masked = allowed is not None or causal_offset is not None  # (for drawings)
-        return out.reshape(lead + (tq, dv))
+        return out
 
     @staticmethod
     def backward(ctx, g):
-        qf, kf, vf, out, lse = ctx.saved
-        tiles, (lead, q_shape, k_shape, v_shape) = ctx.tiles, ctx.shapes
-        need_q, need_k, need_v = ctx.needs_input_grad[:3]
-        need_bias = len(ctx.needs_input_grad) > 3 and ctx.needs_input_grad[3]
-        need_ds = need_q or need_k or need_bias
-        g = np.ascontiguousarray(g.reshape(out.shape), dtype=out.dtype)  # (N, Tq, dv)
-        dq = np.zeros_like(qf) if need_q else None
-        dk = np.zeros_like(kf) if need_k else None  # keys no query sees keep 0
-        dv = np.zeros_like(vf) if need_v else None
-        dbias = np.zeros(tiles.bias.shape, out.dtype) if need_bias else None
-        # Two more columns fold the subtractions into the matmuls: [Q*scale, -L] [K, 1]^T = S - L
-        # and [g, -D] [V, 1]^T = dA - D, so no pass over a tile is spent on them.
-        d_row = np.einsum("nik,nik->ni", g, out)[..., None]  # D = rowsum(g * O), (N, Tq, 1)
-        q_l = _with_column(qf * out.dtype.type(ctx.scale), -lse)  # (N, Tq, d + 1)
-        q_l *= _LOG2E  # for `exp_scores`
-        g_d = _with_column(g, -d_row)  # (N, Tq, dv + 1)
-        k1t, v1t = _append_t(kf, 1, tiles.bk), _append_t(vf, 1, tiles.bk)  # blocks of [K, 1]^T, [V, 1]^T
-        # Key blocks outside, query blocks inside: see the docstring.
-        with np.errstate(over="ignore"):  # only masked scores can overflow in exp, and are then set to 0
-            for j0, j1 in tiles.key_blocks(0, tiles.tq):
-                dk_j = np.zeros((kf.shape[0], j1 - j0, kf.shape[2]), kf.dtype) if need_k else None
-                dv_j = np.zeros((vf.shape[0], j1 - j0, vf.shape[2]), vf.dtype) if need_v else None
-                for i0, i1 in tiles.query_blocks_seeing(j0):
-                    a = tiles.exp_scores(q_l[:, i0:i1], tiles.key_tile(k1t, j0, j1), i0, i1, j0, j1)
-                    if a is None:
-                        continue  # A_IJ = exp(S_IJ - L_I), recomputed; None: every score masked
-                    if need_v:
-                        dv_j += a.transpose(0, 2, 1) @ g[:, i0:i1]  # 1. dV_J += A_IJ^T g_I
-                    if not need_ds:
-                        continue
-                    ds = tiles.buffer(1, a.shape)
-                    np.matmul(g_d[:, i0:i1], tiles.key_tile(v1t, j0, j1), out=ds)  # 1. dA_IJ - D_I
-                    ds *= a  # 3. dS = A * (dA - D)
-                    if need_bias:
-                        tiles.add_bias_grad(dbias, ds, i0, i1, j0, j1)
-                    if need_q:
-                        dq[:, i0:i1] += ds @ kf[:, j0:j1]  # 4. dQ_I += dS K_J (* scale, below)
-                    if need_k:
-                        dk_j += ds.transpose(0, 2, 1) @ qf[:, i0:i1]  # 4. dK_J += dS^T Q_I (* scale)
-                if need_k:
-                    dk[:, j0:j1] = dk_j
-                if need_v:
-                    dv[:, j0:j1] = dv_j
-        tiles.release()
-        for x in (dq, dk):
-            if x is not None:
-                x *= x.dtype.type(ctx.scale)
-        grads = tuple(None if x is None else x.reshape(lead + shape[-2:])
-                      for x, shape in ((dq, q_shape), (dk, k_shape), (dv, v_shape)))
-        if len(ctx.needs_input_grad) > 3:
-            return grads + (None if dbias is None else dbias.reshape(ctx.inputs[3].shape),)
-        return grads
+        return tiled_backward(g, ctx.saved, ctx.tiles, ctx.scale, ctx.needs_input_grad)
 
 
 def _fixed_reference(tiles, acc, m, q_blk, k1t, v1, i0, i1) -> bool:
     """[acc, l] of query rows I over all their key blocks against a fixed m, without the pass
     over each tile that finds its max; False when that was not safe (an overflow), for the
-    caller to start the rows again with the steps of the docstring.
+    caller to start the rows again with the steps of `tiled_forward`'s docstring.
 
     Any reference works in place of the max as long as exp neither overflows nor loses the row:
     l and acc are both taken against m, and O = acc / l does not depend on it. Here m is S_i0,
@@ -221,171 +244,3 @@ def _flat(x: np.ndarray, lead: tuple[int, ...], dtype) -> np.ndarray:
     full = np.broadcast_to(x, lead + x.shape[-2:])
     # (math.prod(lead), not -1: reshape cannot infer -1 for an empty array)
     return np.ascontiguousarray(full, dtype=dtype).reshape((math.prod(lead),) + x.shape[-2:])
-
-
-class _Tiles:
-    """The block grid of one attention call: which tiles to visit, and each tile's masked scores."""
-
-    def __init__(self, lead, tq, tk, bias, allowed, causal_offset, block_q, block_k, dtype):
-        if block_q < 1 or block_k < 1:
-            raise ValueError(f"tiled attention: block sizes must be positive, got ({block_q}, {block_k})")
-        self.lead, self.tq, self.tk, self.bq, self.bk = lead, tq, tk, block_q, block_k
-        self.dtype = dtype
-        self.offset = causal_offset
-        self._buffers: list = [None, None]  # two tiles' worth, reused by every tile (no malloc churn)
-        self._views: dict = {}  # (which buffer, shape): its view
-        self._diagonals: dict = {}  # the causal part of a tile's mask, by its shape and offset
-        nd = len(lead) + 2  # pad the masks to lead + (Tq or 1, Tk or 1), to slice them per tile
-        self.bias = None if bias is None else bias.astype(dtype, copy=False).reshape(
-            (1,) * (nd - bias.ndim) + bias.shape)
-        self.allowed = None if allowed is None else allowed.reshape(
-            (1,) * (nd - allowed.ndim) + allowed.shape)
-
-    def query_blocks(self):
-        return [(i0, min(i0 + self.bq, self.tq)) for i0 in range(0, self.tq, self.bq)]
-
-    def key_blocks(self, i0, i1):
-        """Key blocks that queries i0..i1-1 may see: with a causal offset, none past i1 - 1 + offset."""
-        end = self.tk if self.offset is None else max(0, min(self.tk, i1 + self.offset))
-        return [(j0, min(j0 + self.bk, end)) for j0 in range(0, end, self.bk)]
-
-    def query_blocks_seeing(self, j0):
-        """Query blocks that may see key j0 or later: with a causal offset, those whose last
-        query i1 - 1 has i1 - 1 + offset >= j0."""
-        return [(i0, i1) for i0, i1 in self.query_blocks()
-                if self.offset is None or i1 - 1 + self.offset >= j0]
-
-    def scores(self, q_blk, kt_blk, i0, i1, j0, j1):
-        """S_IJ = Q_I K_J^T (+ bias_IJ), -inf where masked, as (N, bq, bk); None if all masked."""
-        masked = self._mask(i0, i1, j0, j1)
-        if masked is _SKIP:
-            return None
-        s = np.matmul(q_blk, kt_blk, out=self.buffer(0, q_blk.shape[:2] + kt_blk.shape[2:]))
-        if self.bias is not None or masked is not None:
-            s4 = s.reshape(self.lead + s.shape[1:])  # a view that broadcasts against the masks
-            if self.bias is not None:
-                s4 += _cut(self.bias, i0, i1, j0, j1)
-            if masked is not None:
-                hidden, c0 = masked
-                np.copyto(s4[..., c0 - j0:], -np.inf, where=hidden)
-        return s
-
-    def exp_scores(self, q_blk, kt_blk, i0, i1, j0, j1):
-        """exp(S_IJ - r_I), 0 where masked, as (N, bq, bk), for q_blk = [Q_I * scale, -r_I] * log2(e);
-        None if all masked.
-
-        The steps of `scores` then exp, arranged to be fast: the matmul gives (S_IJ - r_I) log2(e),
-        and np.exp2 of that is exp(S_IJ - r_I). On a (4, 128, 128) tile, np.exp2 took 0.2-0.3 ns a
-        number against np.exp's 0.4 (float32; 0.8 against 1.2 in float64), one thread. But
-        np.exp2 is slow on -inf (2.5 ns), so masked entries are set to 0 after it instead of -inf
-        before (an overflow there is overwritten too).
-        """
-        masked = self._mask(i0, i1, j0, j1)
-        if masked is _SKIP:
-            return None
-        s = np.matmul(q_blk, kt_blk, out=self.buffer(0, q_blk.shape[:2] + kt_blk.shape[2:]))
-        if self.bias is not None:
-            s4 = s.reshape(self.lead + s.shape[1:])  # a view that broadcasts against the bias
-            s4 += _cut(self.bias, i0, i1, j0, j1) * s.dtype.type(_LOG2E)
-        np.exp2(s, out=s)
-        if masked is not None:
-            hidden, c0 = masked
-            np.copyto(s.reshape(self.lead + s.shape[1:])[..., c0 - j0:], 0, where=hidden)
-        return s
-
-    def key_tile(self, blocks: list[np.ndarray], j0: int, j1: int) -> np.ndarray:
-        """Keys j0..j1-1 (within one key block) of `_append_t`'s blocks, as (N, f + 1, j1 - j0)."""
-        block = blocks[j0 // self.bk]
-        return block if j1 - j0 == block.shape[2] else block[:, :, :j1 - j0]
-
-    def first_scores(self, q_blk, kf, i0, i1):
-        """S_i0 for the rows of q_blk (N, bq, 1), when key 0 is allowed for every query (no bool
-        mask, diagonal at or above it) and finite: a reference for `_shortcut`; else -inf."""
-        m = np.full(q_blk.shape[:2] + (1,), -np.inf, q_blk.dtype)
-        if self.allowed is not None or (self.offset is not None and self.offset < 0) or self.tk == 0:
-            return m
-        s0 = q_blk @ kf[:, :1].transpose(0, 2, 1)  # (N, bq, 1)
-        if self.bias is not None:
-            s04 = s0.reshape(self.lead + s0.shape[1:])
-            s04 += _cut(self.bias, i0, i1, 0, 1)
-        return s0 if np.isfinite(s0).all() else m
-
-    def buffer(self, which, shape):
-        """A contiguous array of `shape` (at most one tile) in reusable buffer 0 or 1."""
-        view = self._views.get((which, shape))  # a few shapes recur: keep their views too
-        if view is None:
-            if self._buffers[which] is None:
-                size = shape[0] * min(self.bq, self.tq) * min(self.bk, self.tk)
-                self._buffers[which] = np.empty(size, self.dtype)
-            view = self._views[which, shape] = self._buffers[which][:math.prod(shape)].reshape(shape)
-        return view
-
-    def release(self):
-        """Drop the tile buffers (between forward and backward, and after backward)."""
-        self._buffers, self._views = [None, None], {}
-
-    def _mask(self, i0, i1, j0, j1):
-        """(hidden, c0): the tile's bool mask (True = masked) over its columns c0..j1-1 (those
-        before c0 are all allowed); None when the tile allows everything, _SKIP when it allows
-        nothing."""
-        mask = c0 = None
-        if self.offset is not None:
-            if j0 > i1 - 1 + self.offset:
-                return _SKIP
-            if j1 - 1 > i0 + self.offset:  # the diagonal crosses the tile, from column i0 + offset + 1
-                c0 = max(j0, i0 + self.offset + 1)
-                if self.allowed is None:  # the same few shapes recur along the diagonal: keep them
-                    key = (i1 - i0, j1 - c0, i0 + self.offset - c0)
-                    if key not in self._diagonals:
-                        self._diagonals[key] = np.arange(c0, j1) > np.arange(i0, i1)[:, None] + self.offset
-                    return self._diagonals[key], c0
-                mask = np.arange(c0, j1) <= np.arange(i0, i1)[:, None] + self.offset
-        if self.allowed is not None:
-            tile = _cut(self.allowed, i0, i1, j0, j1)
-            if not tile.any():
-                return _SKIP
-            if not tile.all():
-                if mask is not None:  # both: widen the causal part to the whole tile
-                    tile = tile & (np.arange(j0, j1) <= np.arange(i0, i1)[:, None] + self.offset)
-                mask, c0 = tile, j0
-                if not mask.any():
-                    return _SKIP
-        return None if mask is None else (~mask, c0)
-
-    def add_bias_grad(self, dbias, ds, i0, i1, j0, j1):
-        """dbias_IJ += dS_IJ, summed over the axes the bias was broadcast along."""
-        ds4 = ds.reshape(self.lead + ds.shape[1:])
-        target = _cut(dbias, i0, i1, j0, j1)
-        axes = tuple(a for a, (t, s) in enumerate(zip(target.shape, ds4.shape)) if t == 1 and s != 1)
-        target += ds4.sum(axis=axes, keepdims=True) if axes else ds4
-
-
-def _with_column(x: np.ndarray, column) -> np.ndarray:
-    """[x, column]: x (..., T, f) with one more feature, a constant or a (..., T, 1) array
-    (leading axes broadcast)."""
-    lead = x.shape[:-1] if np.isscalar(column) else np.broadcast_shapes(x.shape[:-1], column.shape[:-1])
-    out = np.empty(lead + (x.shape[-1] + 1,), x.dtype)
-    out[..., :-1] = x
-    out[..., -1:] = column
-    return out
-
-
-def _append_t(x: np.ndarray, column, width: int) -> list[np.ndarray]:
-    """[x, column]^T cut into blocks of `width` rows of x, each one contiguous (N, f + 1, width)
-    array: BLAS multiplies such a block about 1.6x faster than the same columns sliced out of one
-    (N, f + 1, T) array (measured at 128 keys, D = 32), and faster than a transposed view."""
-    blocks = []
-    for j0 in range(0, x.shape[1], width):
-        part = x[:, j0:j0 + width]
-        out = np.empty((x.shape[0], x.shape[2] + 1, part.shape[1]), x.dtype)
-        out[:, :-1] = part.transpose(0, 2, 1)
-        out[:, -1] = column
-        blocks.append(out)
-    return blocks
-
-
-def _cut(x: np.ndarray, i0: int, i1: int, j0: int, j1: int) -> np.ndarray:
-    """The (i0:i1, j0:j1) tile of a mask padded to lead + (Tq or 1, Tk or 1); size-1 axes stay."""
-    rows = slice(None) if x.shape[-2] == 1 else slice(i0, i1)
-    cols = slice(None) if x.shape[-1] == 1 else slice(j0, j1)
-    return x[..., rows, cols]

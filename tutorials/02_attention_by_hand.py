@@ -41,7 +41,7 @@ import numpy as np
 import minigrad as mg
 import minigrad.nn as nn
 import minigrad.nn.functional as F
-from minigrad.nn.fused_attention import attention_reference
+from minigrad.nn.functional import attention_reference
 from minigrad.viz import plot_attention, show, use_script_backend
 
 # show(fig) draws a figure inline in a notebook; a script draws off-screen and keeps the figures

@@ -29,7 +29,7 @@ from minigrad.autograd import Function  # noqa: E402
 from minigrad.export import TORCH_OPS  # noqa: E402
 from minigrad.ops import elementwise as ew  # noqa: E402
 from minigrad.ops import linalg, reduce, shape  # noqa: E402
-from minigrad.testing import arrays, broadcastable_shapes, distinct, shapes, well_conditioned  # noqa: E402
+from minigrad.testing import arrays, broadcastable_shapes, dims, distinct, shapes, well_conditioned  # noqa: E402
 
 # ----------------------------------------------------------------------------- coverage
 
@@ -153,10 +153,17 @@ def smaller(draw, shape_):
 @fewer
 @given(data=st.data())
 def test_selection_ops_as_torch(data):
-    """Clip (either bound), Where and MaskedFill, with every operand broadcasting."""
-    x = data.draw(arrays(shapes(), away_from_zero=1e-3))
+    """Clip (either bound, numbers or tensors that get a gradient), Where and MaskedFill, with
+    every operand broadcasting."""
+    sx, slo, shi = data.draw(broadcastable_shapes(3))
+    x = data.draw(arrays(sx, away_from_zero=1e-3))
     low, high = data.draw(st.sampled_from([(-1.0, 1.0), (None, 0.5), (-0.5, None)]))
-    check_against_torch(ew.Clip, [x], {"low": low, "high": high})
+    given_bounds = [(b, s) for b, s in ((low, slo), (high, shi)) if b is not None]
+    if data.draw(st.booleans(), label="tensor bounds"):
+        bounds = [b + data.draw(arrays(s, -0.25, 0.25)) for b, s in given_bounds]
+    else:
+        bounds = [np.array(b) for b, _ in given_bounds]
+    check_against_torch(ew.Clip, [x, *bounds], {"low": low is not None, "high": high is not None})
     sc, sa, sb = data.draw(broadcastable_shapes(3))
     cond = data.draw(hnp.arrays(bool, sc))
     check_against_torch(ew.Where, [cond, data.draw(arrays(sa)), data.draw(arrays(sb))])
@@ -165,17 +172,6 @@ def test_selection_ops_as_torch(data):
     check_against_torch(ew.MaskedFill, [x, mask], {"value": -np.inf})
     check_against_torch(ew.MaskedFill, [x, mask, data.draw(arrays(()))])  # a 0-d fill, with a gradient
     check_against_torch(linalg.Cast, [x], {"dtype": np.float32}, tol=1e-6)
-
-
-@st.composite
-def dims_of(draw, ndim, allow_none=True):
-    """None, (), one axis or a tuple of distinct axes (negative ones too), as minigrad takes them."""
-    n = max(ndim, 1)
-    one = st.integers(-n, n - 1)
-    choices = [one] + ([st.none(), st.just(())] if allow_none else [])
-    if ndim:
-        choices.append(st.lists(one, min_size=1, max_size=ndim, unique_by=lambda d: d % ndim).map(tuple))
-    return draw(st.one_of(*choices))
 
 
 REDUCTIONS = [
@@ -195,7 +191,7 @@ REDUCTIONS = [
 def test_reductions_over_dims_as_torch(op, values, data):
     var = op in (reduce.Var, reduce.Std)  # n - 1 > 0 elements per reduction
     x = data.draw(values(shapes(min_dims=int(var), min_side=1 + var)))
-    options = {"dim": data.draw(dims_of(x.ndim)), "keepdim": data.draw(st.booleans())}
+    options = {"dim": data.draw(dims(x.ndim)), "keepdim": data.draw(st.booleans())}
     if var:
         options["correction"] = data.draw(st.sampled_from([0, 1]))
     if op is reduce.Std:  # at a constant slice minigrad's gradient is 0, torch's comes from rounding

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minigrad as mg
+import minigrad.nn as nn
 from minigrad.models.gpt import GPT, GPTConfig
 from minigrad.models.train import TrainConfig, read_checkpoint, train
 
@@ -78,13 +79,28 @@ def test_kv_cache_past_the_window_restarts_from_the_last_half(prompt_len):
 
 def test_kv_cache_buffers_grow_in_place_without_recopying_each_step():
     model = make()
-    caches = [{} for _ in model.blocks]
+    caches = [nn.KVCache() for _ in model.blocks]
     with mg.no_grad():
         model(tokens(1, 3, seed=1), caches)
-        buffer = caches[0]["k"]
+        buffer = caches[0].k
         for t in range(3, 8):
             model(tokens(1, 1, seed=t), caches, start=t)
-    assert caches[0]["length"] == 8 and caches[0]["k"] is buffer  # written in place, not re-made
+    assert caches[0].length == 8 and caches[0].k is buffer  # written in place, not re-made
+    assert buffer.shape[2] == nn.KVCache.MIN_ROWS  # no capacity: the first buffer's rows
+
+
+def test_generation_caches_are_preallocated_for_the_window_and_written_in_place():
+    model = make()
+    caches = model.new_caches()
+    with mg.no_grad():
+        model(tokens(2, 3, seed=1), caches)
+        buffers = [(c.k, c.v) for c in caches]
+        for t in range(3, 8):
+            model(tokens(2, 1, seed=t), caches, start=t)
+    assert all(c.length == 8 and c.k.shape == (2, 2, 8, 4) for c in caches)  # (B, H, block_size, D)
+    assert all(c.k is k and c.v is v for c, (k, v) in zip(caches, buffers))  # allocated once
+    with pytest.raises(ValueError, match="pass its capacity 8"):
+        caches[0].append(caches[0].k[:, :, :1], caches[0].v[:, :, :1])
 
 
 LONG = GPTConfig(vocab_size=11, block_size=40, embed_dim=16, num_heads=2, num_layers=2)
@@ -107,11 +123,11 @@ def test_kv_cache_fed_in_chunks_gives_the_logits_of_one_pass(case):
     idx = tokens(2, total, seed=total)
     with mg.no_grad():
         full = model(idx).data  # (2, total, V)
-        caches, parts, start = [{} for _ in model.blocks], [], 0
+        caches, parts, start = [nn.KVCache() for _ in model.blocks], [], 0
         for size in chunks:
             parts.append(model(mg.tensor(idx.data[:, start:start + size]), caches, start=start).data)
             start += size
-    assert caches[0]["length"] == total and caches[0]["k"].shape[2] >= total
+    assert caches[0].length == total and caches[0].k.shape[2] >= total
     np.testing.assert_allclose(np.concatenate(parts, axis=1), full, rtol=1e-5, atol=1e-6)
 
 
@@ -122,24 +138,36 @@ def test_kv_cache_chunked_prompt_then_generation_matches_no_cache(chunks):
     model = make(LONG)
     prompt = tokens(2, sum(chunks), seed=3)
     plain = model.generate(prompt, 40 - prompt.shape[1], temperature=0.0, use_cache=False)
-    out, caches, start, first = prompt.data.copy(), [{} for _ in model.blocks], 0, 0
+    out, caches, start, first = prompt.data.copy(), [nn.KVCache() for _ in model.blocks], 0, 0
     with mg.no_grad():
         for size in chunks:
             logits = model(mg.tensor(out[:, start:start + size]), caches, start=start).data
             start += size
-            first = first or caches[0]["k"].shape[2]  # the buffer the first chunk made
+            first = first or caches[0].k.shape[2]  # the buffer the first chunk made
         while out.shape[1] < 40:
             out = np.concatenate([out, logits[:, -1].argmax(-1)[:, None]], axis=1)
             if out.shape[1] < 40:
                 logits = model(mg.tensor(out[:, -1:]), caches, start=out.shape[1] - 1).data
-    assert caches[0]["length"] == 39 and caches[0]["k"].shape[2] > first  # the buffer was regrown
+    assert caches[0].length == 39 and caches[0].k.shape[2] > first  # the buffer was regrown
     np.testing.assert_array_equal(out, plain)
     np.testing.assert_array_equal(model.generate(prompt, 40 - prompt.shape[1], temperature=0.0), plain)
 
 
+def test_kv_cache_given_as_empty_dicts_still_works():
+    """`[{} for _ in model.blocks]`, the caches forward took before nn.KVCache: the same logits."""
+    model, idx = make(), tokens(2, 6, seed=4)
+    with mg.no_grad():
+        full = model(idx).data
+        caches = [{} for _ in model.blocks]
+        first = model(mg.tensor(idx.data[:, :4]), caches).data
+        rest = model(mg.tensor(idx.data[:, 4:]), caches, start=4).data
+    np.testing.assert_allclose(np.concatenate([first, rest], axis=1), full, rtol=1e-5, atol=1e-6)
+    assert isinstance(caches[0]["kv"], nn.KVCache) and caches[0]["kv"].length == 6
+
+
 def test_kv_cache_refuses_another_batch_size():
     model = make()
-    caches = [{} for _ in model.blocks]
+    caches = model.new_caches()
     with mg.no_grad():
         model(tokens(2, 3), caches)
         with pytest.raises(ValueError, match="KV cache holds 2 rows of the batch, got 3"):
@@ -149,7 +177,59 @@ def test_kv_cache_refuses_another_batch_size():
 def test_kv_cache_refuses_to_record_a_graph():
     model = make()
     with pytest.raises(RuntimeError, match="no_grad"):
-        model(tokens(1, 3, seed=1), [{} for _ in model.blocks])
+        model(tokens(1, 3, seed=1), model.new_caches())
+
+
+# The tokens and state-dict keys of a seeded TINY GPT, as recorded from the model before its
+# blocks used nn.MultiheadAttention (weights scaled by 30, so the tokens vary; greedy past the
+# window, where the cache restarts from the last half; sampled with temperature and top-k).
+RECORDED_GREEDY = [[9, 2, 1, 7, 7, 7, 7, 7, 7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8],
+                   [3, 4, 8, 8, 3, 7, 7, 7, 10, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8]]
+RECORDED_NO_CACHE = [[9, 2, 1, 7, 7, 7, 7, 7, 7, 7, 7, 8, 10, 8, 8, 10, 8, 8, 10, 7, 8, 8, 8],
+                     [3, 4, 8, 8, 3, 7, 7, 7, 10, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8]]
+RECORDED_SAMPLED = [[9, 2, 1, 7, 7, 7, 7, 7, 7, 8, 8, 8, 8, 8, 8],
+                    [3, 4, 8, 8, 3, 7, 7, 7, 10, 8, 8, 8, 8, 8, 8]]
+RECORDED_KEYS = ["tok_emb.weight", "pos_emb.weight"] + [
+    f"blocks.{i}.{name}" for i in range(2) for name in (
+        "norm1.weight", "norm1.bias", "attn.q_proj.weight", "attn.q_proj.bias", "attn.k_proj.weight",
+        "attn.k_proj.bias", "attn.v_proj.weight", "attn.v_proj.bias", "attn.out_proj.weight",
+        "attn.out_proj.bias", "norm2.weight", "norm2.bias", "mlp.linear1.weight", "mlp.linear1.bias",
+        "mlp.linear2.weight", "mlp.linear2.bias")] + ["norm_f.weight", "norm_f.bias"]
+
+
+def scaled_tiny():
+    model = make()
+    for p in model.parameters():
+        p.data *= 30
+    return model
+
+
+def test_generation_gives_the_recorded_tokens():
+    """The same initial weights (the same random draws) and the same tokens, cached or not."""
+    model, prompt = scaled_tiny(), np.random.default_rng(2).integers(0, 11, (2, 3))
+    np.testing.assert_array_equal(model.generate(prompt, 20, temperature=0.0), RECORDED_GREEDY)
+    np.testing.assert_array_equal(model.generate(prompt, 20, temperature=0.0, use_cache=False),
+                                  RECORDED_NO_CACHE)
+    mg.manual_seed(5)
+    np.testing.assert_array_equal(model.generate(prompt, 12, temperature=0.8, top_k=5), RECORDED_SAMPLED)
+
+
+def test_checkpoint_keys_are_unchanged_and_an_old_state_dict_loads():
+    old = scaled_tiny().state_dict()
+    assert list(old) == RECORDED_KEYS
+    assert old["blocks.0.attn.q_proj.weight"].shape == (8, 8)
+    assert old["blocks.0.mlp.linear1.weight"].shape == (32, 8)
+    model = make(seed=7)  # other weights, then the recorded ones loaded by name
+    model.load_state_dict({k: np.asarray(getattr(v, "data", v)) for k, v in old.items()})
+    prompt = np.random.default_rng(2).integers(0, 11, (2, 3))
+    np.testing.assert_array_equal(model.generate(prompt, 20, temperature=0.0), RECORDED_GREEDY)
+
+
+def test_blocks_attend_through_multihead_attention():
+    model = make()
+    assert all(type(block.attn) is nn.MultiheadAttention for block in model.blocks)
+    with pytest.raises(ValueError, match="GPT: embed_dim 10 is not divisible by num_heads 3"):
+        GPT(GPTConfig(vocab_size=5, block_size=4, embed_dim=10, num_heads=3, num_layers=1))
 
 
 def test_top_k_one_is_greedy():

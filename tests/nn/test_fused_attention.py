@@ -6,52 +6,33 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from maskdraw import draw_mask
 
 import minigrad as mg
-from minigrad.nn.fused_attention import attention_reference, scaled_dot_product_attention, tiled_attention
-from minigrad.testing import arrays, broadcastable_shapes
+from minigrad.nn.functional_attention import (
+    attention_reference,
+    scaled_dot_product_attention,
+    tiled_attention,
+)
+from minigrad.testing import arrays, attention_cases, attention_grads
 
 sdpa = scaled_dot_product_attention
 
 
-@st.composite
-def attention_case(draw, max_side=3):
-    """q, k, v arrays with broadcasting leading axes, a mask (none, bool or float), is_causal."""
-    lead_q, lead_k, lead_v = draw(broadcastable_shapes(3, max_dims=2, max_side=2))
-    tq, tk, d, dv = (draw(st.integers(1, max_side)) for _ in range(4))
-    q = draw(arrays(lead_q + (tq, d), -2, 2))
-    k = draw(arrays(lead_k + (tk, d), -2, 2))
-    v = draw(arrays(lead_v + (tk, dv), -2, 2))
-    mask = draw_mask(draw, [(tq, tk), (1, tk), (tq, 1), (1, tq, tk)])
-    return q, k, v, mask, draw(st.booleans())
-
-
-def _run(fn, q, k, v, mask, is_causal, g, **kw):
-    """Output and gradients (q, k, v, float mask) of fn, float64, backward with upstream g."""
-    ts = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]
-    m = None if mask is None else mg.tensor(mask, requires_grad=mask.dtype.kind == "f")
-    out = fn(*ts, mask=m, is_causal=is_causal, **kw)
-    out.backward(g)
-    grads = [t.grad for t in ts] + ([m.grad] if m is not None and m.requires_grad else [])
-    return out.data, grads
-
-
-@given(attention_case(), st.data())
+@given(attention_cases(), st.data())
 def test_fused_matches_reference_values_and_gradients(case, data):
     q, k, v, mask, is_causal = case
     out_shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], (mask if mask is not None
                                     else np.empty(())).shape[:-2]) + (q.shape[-2], v.shape[-1])
     g = data.draw(arrays(out_shape))
-    fused, fused_grads = _run(sdpa, q, k, v, mask, is_causal, g)
-    ref, ref_grads = _run(attention_reference, q, k, v, mask, is_causal, g)
+    fused, fused_grads = attention_grads(sdpa, q, k, v, mask, g, is_causal=is_causal)
+    ref, ref_grads = attention_grads(attention_reference, q, k, v, mask, g, is_causal=is_causal)
     np.testing.assert_allclose(fused, ref, rtol=1e-10, atol=1e-12)
     assert len(fused_grads) == len(ref_grads)
     for a, b in zip(fused_grads, ref_grads):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
 
 
-@given(attention_case(max_side=2))
+@given(attention_cases(max_len=2, max_dim=2))
 def test_fused_gradcheck(case):
     q, k, v, mask, is_causal = case
     m = None if mask is None else mg.tensor(mask, requires_grad=mask.dtype.kind == "f")
@@ -79,9 +60,9 @@ def test_dropout_matches_reference_after_same_seed():
     q, k, v = (rng.standard_normal(s) for s in [(2, 5, 4), (2, 6, 4), (2, 6, 3)])
     g = rng.standard_normal((2, 5, 3))
     mg.manual_seed(3)
-    fused, fused_grads = _run(sdpa, q, k, v, None, True, g, dropout_p=0.5)
+    fused, fused_grads = attention_grads(sdpa, q, k, v, None, g, is_causal=True, dropout_p=0.5)
     mg.manual_seed(3)
-    ref, ref_grads = _run(attention_reference, q, k, v, None, True, g, dropout_p=0.5)
+    ref, ref_grads = attention_grads(attention_reference, q, k, v, None, g, is_causal=True, dropout_p=0.5)
     np.testing.assert_allclose(fused, ref, rtol=1e-10, atol=1e-12)
     for a, b in zip(fused_grads, ref_grads):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
@@ -182,8 +163,8 @@ def test_one_query_against_many_keys(dtype, spread):
     # Scores reach about 10 * spread; both kernels recompute exp from them to that precision.
     tol = (1e-5 if dtype == np.float32 else 1e-10) * max(1.0, spread)
     for m in (None, mask):
-        fused, fused_grads = _run(sdpa, q, k, v, m, False, g)
-        ref, ref_grads = _run(attention_reference, q, k, v, m, False, g)
+        fused, fused_grads = attention_grads(sdpa, q, k, v, m, g, is_causal=False)
+        ref, ref_grads = attention_grads(attention_reference, q, k, v, m, g, is_causal=False)
         assert fused.dtype == dtype and np.isfinite(fused).all()
         np.testing.assert_allclose(fused, ref, rtol=tol, atol=tol)
         for a, b in zip(fused_grads, ref_grads):

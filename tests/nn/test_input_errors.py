@@ -2,8 +2,12 @@
 give an error that names the function, the module and the fix; never a numpy traceback from
 inside a kernel ('memoryview' object has no attribute 'reshape')."""
 
+import re
+
 import numpy as np
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 import minigrad as mg
 import minigrad.nn as nn
@@ -90,3 +94,51 @@ def test_float_inputs_still_work():
     layer = nn.Linear(3, 2)
     assert layer(mg.ones(2, 3)).dtype == np.float32
     assert layer(mg.tensor(np.ones((2, 3)))).dtype == np.float64  # float64 gradchecks rely on this
+
+
+# ----------------------------------------------------------------------------- weights and biases
+
+W, B = np.ones((3, 5), np.float32), np.ones(3, np.float32)
+ARGUMENTS = [  # PyTorch refuses numpy arrays there too (a TypeError): refuse clearly
+    pytest.param(lambda a: F.linear(mg.ones(2, 5), a), W, "linear: the weight", id="linear-weight"),
+    pytest.param(lambda a: F.linear(mg.ones(2, 5), mg.tensor(W), a), B, "linear: the bias", id="linear-bias"),
+    pytest.param(lambda a: F.layer_norm(mg.ones(2, 3), 3, a), B, "layer_norm: the weight", id="ln-weight"),
+    pytest.param(lambda a: F.layer_norm(mg.ones(2, 3), 3, mg.ones(3), a), B, "layer_norm: the bias",
+                 id="ln-bias"),
+    pytest.param(lambda a: nn.masked_softmax(a), X, "masked_softmax: scores", id="masked_softmax"),
+]
+
+
+@pytest.mark.parametrize("call, array, start", ARGUMENTS)
+def test_an_array_as_weight_bias_or_scores_is_named(call, array, start):
+    shape = re.escape(str(array.shape))
+    with pytest.raises(TypeError, match=rf"^{start} is a numpy array of shape {shape}, {WRAP}$"):
+        call(array)
+    with pytest.raises(TypeError, match=rf"^{start} is a list, {WRAP}$"):
+        call(array.tolist())
+
+
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(0, 5))
+def test_a_mis_shaped_bias_names_linear_and_the_shape_it_needs(n_out, n_in, n_bias):
+    assume(n_bias != n_out)
+    x, w, b = mg.ones(2, n_in), mg.ones(n_out, n_in), mg.ones(n_bias)
+    with pytest.raises(ValueError, match=re.escape(f"linear: bias has shape ({n_bias},) but weight "
+                                                   f"({n_out}, {n_in}) needs ({n_out},)")):
+        F.linear(x, w, b)
+
+
+def test_a_mis_shaped_bias_inside_a_module_names_it():
+    layer = nn.Linear(5, 3)
+    layer.bias = nn.Parameter(mg.zeros(4))
+    with pytest.raises(ValueError, match=r"^linear: bias has shape \(4,\) but weight \(3, 5\) needs "
+                                         r"\(3,\) \(in the module Linear\)"):
+        layer(mg.ones(2, 5))
+
+
+@pytest.mark.parametrize("name", ["weight", "bias"])
+def test_a_mis_shaped_layer_norm_parameter_says_the_shape_it_needs(name):
+    params = {"weight": mg.ones(3), "bias": mg.zeros(3)}
+    params[name] = mg.ones(4)
+    with pytest.raises(ValueError, match=rf"^layer_norm: {name} has shape \(4,\) but normalized_shape "
+                                         r"\(3,\) needs \(3,\)$"):
+        F.layer_norm(mg.ones(2, 3), 3, **params)

@@ -20,7 +20,7 @@ from hypothesis.extra import numpy as hnp
 
 import minigrad.nn.functional as F
 from minigrad import Tensor
-from minigrad.nn.fused_attention import attention_reference
+from minigrad.nn.functional import attention_reference
 
 DTYPES = st.sampled_from([np.float32, np.float64])
 EXP_LIMIT = {np.float32: 88.0, np.float64: 709.0}  # exp(x) overflows a little past these

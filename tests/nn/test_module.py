@@ -201,6 +201,38 @@ def test_train_and_eval_reach_every_module():
     assert not net.blocks[1].norm.training
 
 
+@pytest.mark.parametrize("raises", [False, True], ids=["returns", "raises"])
+def test_evaluating_restores_each_modules_own_flag(raises):
+    """Inside the block every module is in eval mode; after it (also after an exception) each
+    module has the flag it had before, so a submodule frozen in eval mode stays frozen, which
+    `model.train(was_training)` would have undone."""
+    net = Net()
+    drop = nn.Dropout(0.5)
+    net.heads["b"].append(drop)
+    net.train()
+    net.blocks[1].eval()  # a frozen part of a training model
+    before = {name: m.training for name, m in net.named_modules()}
+    assert sorted(before.values()).count(False) == len(list(net.blocks[1].modules())) >= 2
+    x = Tensor(np.ones((2, 2), dtype=np.float32))
+
+    class Boom(Exception):
+        pass
+
+    try:
+        with nn.evaluating(net) as inside:
+            assert inside is net
+            assert not any(m.training for m in net.modules())
+            assert drop(x) is x  # dropout is off
+            if raises:
+                raise Boom
+    except Boom:
+        pass
+    assert {name: m.training for name, m in net.named_modules()} == before
+    with nn.evaluating(net.eval()):
+        pass
+    assert not any(m.training for m in net.modules())  # eval stays eval
+
+
 def test_zero_grad_clears_every_parameter():
     seq = Sequential(nn.Linear(2, 3), nn.GELU(), nn.Linear(3, 1))
     seq(Tensor(np.ones((4, 2), dtype=np.float32))).sum().backward()

@@ -12,14 +12,13 @@ from maskdraw import draw_mask
 import minigrad as mg
 import minigrad.nn as nn
 from minigrad.nn import fused_attention
-from minigrad.nn.fused_attention import (
-    PackedAttention,
-    _first_key_weights,
-    _max_weights,
+from minigrad.nn.functional_attention import (
     attention_reference,
     packed_self_attention,
     scaled_dot_product_attention,
 )
+from minigrad.nn.fused_attention import _first_key_weights, _max_weights
+from minigrad.nn.packed_attention import PackedAttention
 from minigrad.nn.tiled_attention import TiledAttention
 from minigrad.testing import arrays
 
@@ -166,7 +165,7 @@ def test_packed_long_sequences_take_the_tiled_kernel_and_save_nothing_t_by_t(mon
     x = mg.tensor(qkv, requires_grad=True)
     out = packed_self_attention(x, 1, is_causal=True)
     node = out.grad_fn
-    assert type(node) is PackedAttention and type(node.inner) is TiledAttention
+    assert type(node) is PackedAttention and node.kernel is TiledAttention
     assert not any(isinstance(a, np.ndarray) and a.shape[-2:] == (T, T) for a in node.saved)
     out.backward(g)
     ref_x = mg.tensor(qkv, requires_grad=True)
@@ -189,7 +188,7 @@ def test_packed_tiled_with_a_learned_bias_matches_separate_heads(monkeypatch):
         out.backward(g)
         results.append((out.data, x.grad, b.grad))
         if fn is packed_self_attention:
-            assert type(out.grad_fn.inner) is TiledAttention
+            assert out.grad_fn.kernel is TiledAttention
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
 
@@ -199,7 +198,7 @@ def test_packed_frees_its_arrays_after_backward():
     out = packed_self_attention(x, 1, is_causal=True)
     node = out.grad_fn
     out.sum().backward()
-    assert node.saved is None and node.inner.saved is None
+    assert node.saved is None  # the kernel's arrays were the node's own, and are freed with it
 
 
 @pytest.mark.parametrize("qkv, heads, error, match", [

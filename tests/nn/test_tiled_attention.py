@@ -5,52 +5,33 @@ import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from maskdraw import draw_mask
 
 import minigrad as mg
 from minigrad.nn import fused_attention
-from minigrad.nn.fused_attention import (
-    Attention,
+from minigrad.nn.functional_attention import (
     attention_reference,
     scaled_dot_product_attention,
     tiled_attention,
 )
+from minigrad.nn.fused_attention import Attention
 from minigrad.nn.tiled_attention import TiledAttention
-from minigrad.testing import arrays, broadcastable_shapes
+from minigrad.testing import arrays, attention_cases, attention_grads
 
 blocks = st.tuples(st.integers(1, 4), st.integers(1, 4))  # tiny tiles: T is rarely a multiple
 
 
-@st.composite
-def attention_case(draw, max_side=7):
-    """q, k, v with broadcasting leading axes, a mask (none, bool or float), is_causal, block size."""
-    lead_q, lead_k, lead_v = draw(broadcastable_shapes(3, max_dims=2, max_side=2))
-    tq, tk = draw(st.integers(1, max_side)), draw(st.integers(1, max_side))
-    d, dv = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    q = draw(arrays(lead_q + (tq, d), -2, 2))
-    k = draw(arrays(lead_k + (tk, d), -2, 2))
-    v = draw(arrays(lead_v + (tk, dv), -2, 2))
-    # a bool mask hides about one key in three: some rows end up with none at all
-    mask = draw_mask(draw, [(tq, tk), (1, tk), (tq, 1), (2, 1, tq, tk)], st.sampled_from([True, True, False]))
-    return q, k, v, mask, draw(st.booleans()), draw(blocks)
-
-
-def _run(fn, q, k, v, mask, g, **kw):
-    """Output and gradients (q, k, v and a float mask) of fn, backward with upstream g."""
-    ts = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]
-    m = None if mask is None else mg.tensor(mask, requires_grad=mask.dtype.kind == "f")
-    out = fn(*ts, mask=m, **kw)
-    out.backward(g)
-    grads = [t.grad for t in ts] + ([m.grad] if m is not None and m.requires_grad else [])
-    return out.data, grads
+def attention_case(max_side=7):
+    """An attention case of minigrad.testing (q, k, v, mask, is_causal) and a block size."""
+    return st.tuples(attention_cases(max_len=max_side), blocks).map(lambda c: (*c[0], c[1]))
 
 
 def _compare(case, g, dtype, rtol, atol):
     q, k, v, mask, is_causal, block = case
     q, k, v, g = (a.astype(dtype) for a in (q, k, v, g))
     mask = mask if mask is None or mask.dtype == bool else mask.astype(dtype)
-    tiled, tiled_grads = _run(tiled_attention, q, k, v, mask, g, is_causal=is_causal, block_size=block)
-    ref, ref_grads = _run(attention_reference, q, k, v, mask, g, is_causal=is_causal)
+    tiled, tiled_grads = attention_grads(tiled_attention, q, k, v, mask, g, is_causal=is_causal,
+                                         block_size=block)
+    ref, ref_grads = attention_grads(attention_reference, q, k, v, mask, g, is_causal=is_causal)
     assert tiled.dtype == dtype and tiled.shape == ref.shape
     np.testing.assert_allclose(tiled, ref, rtol=rtol, atol=atol)
     assert len(tiled_grads) == len(ref_grads)
@@ -85,7 +66,7 @@ def test_causal_diagonal_with_fewer_queries_than_keys(tq, extra, bq, bk, data):
     ts = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]
     TiledAttention.apply(*ts, causal_offset=tk - tq, scale=0.5, block_q=bq, block_k=bk).backward(g)
     allowed = mg.tensor(np.tri(tq, tk, tk - tq, dtype=bool))
-    ref, ref_grads = _run(attention_reference, q, k, v, allowed.data, g, scale=0.5)
+    ref, ref_grads = attention_grads(attention_reference, q, k, v, allowed.data, g, scale=0.5)
     for t, want in zip(ts, ref_grads):
         np.testing.assert_allclose(t.grad, want, rtol=1e-10, atol=1e-12)
     out = TiledAttention.apply(*(mg.tensor(a) for a in (q, k, v)), causal_offset=tk - tq, scale=0.5,
@@ -120,7 +101,7 @@ def test_gradients_of_some_inputs_only(case, wanted, data):
     m = None if mask is None else mg.tensor(mask, requires_grad=float_mask and wanted[3])
     assume(any(t.requires_grad for t in ts + [m] if t is not None))
     tiled_attention(*ts, mask=m, is_causal=is_causal, block_size=block).backward(g)
-    _, ref_grads = _run(attention_reference, q, k, v, mask, g, is_causal=is_causal)
+    _, ref_grads = attention_grads(attention_reference, q, k, v, mask, g, is_causal=is_causal)
     for t, want in zip(ts + [m], ref_grads + [None]):
         if t is None or not t.requires_grad:
             assert t is None or t.grad is None
@@ -175,8 +156,8 @@ def test_float_mask_forbidding_the_first_key():
     bias[2, 0] = bias[3, :] = -np.inf  # row 3: nothing allowed at all
     q, k, v = rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 7, 3)), rng.standard_normal((2, 7, 2))
     g = rng.standard_normal((2, 5, 2))
-    tiled, tiled_grads = _run(tiled_attention, q, k, v, bias, g, block_size=(2, 3))
-    ref, ref_grads = _run(attention_reference, q, k, v, bias, g)
+    tiled, tiled_grads = attention_grads(tiled_attention, q, k, v, bias, g, block_size=(2, 3))
+    ref, ref_grads = attention_grads(attention_reference, q, k, v, bias, g)
     np.testing.assert_allclose(tiled, ref, rtol=1e-10, atol=1e-12)
     assert np.all(tiled[:, 3] == 0)
     for a, b in zip(tiled_grads, ref_grads):

@@ -1,0 +1,164 @@
+"""Multi-head self-attention on packed projections (`PackedAttention`), and the KV cache it
+writes during generation (`KVCache`).
+
+`packed_forward` and `packed_backward` are plain numpy functions: they cut q, k and v out of
+one (B, T, 3E) array, split the heads, run the one-block kernel (`attention_forward`,
+fused_attention.py) or the tiled one (`tiled_forward`, tiled_attention.py), and merge the heads
+again; backward undoes the same reshapes around the kernel's backward.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad import Function
+
+from .fused_attention import Attention, _causal, attention_backward, attention_forward, use_tiled
+from .tiled_attention import TiledAttention, tiled_backward, tiled_forward
+
+
+class KVCache:
+    """The keys and values a self-attention layer has seen, so that generating one more token
+    costs one query against them instead of recomputing the whole prefix.
+
+    Each call of the layer with the cache writes its T new keys and values (B, H, T, D) after
+    the `length` cached ones, in place, and attends to all of them: the new queries see every
+    cached key and, among the new ones, those at or before their own position (the causal mask
+    with offset `length`, the tiled kernel's `causal_offset`).
+
+    Args:
+        capacity: the most positions it will hold (a model's context length). The buffers are
+            then allocated once, at the first write; without it they grow geometrically from
+            `MIN_ROWS` rows, so a step still writes in place and copies the cached rows only
+            when the buffer doubles.
+
+    Attributes:
+        k, v: the buffers (B, H, rows, D), None before the first write; rows >= length.
+        length: how many positions are filled.
+    """
+
+    # Rows of the first buffer without a capacity: a short prompt and its first few tokens fit
+    # without a regrowth, and 16 rows of (B, H, D) cost nothing next to one step's matmuls.
+    MIN_ROWS = 16
+
+    def __init__(self, capacity: int | None = None):
+        if capacity is not None and capacity < 1:
+            raise ValueError(f"KVCache: capacity must be a positive number of positions, got {capacity}")
+        self.capacity = capacity
+        self.k: np.ndarray | None = None
+        self.v: np.ndarray | None = None
+        self.length = 0
+
+    def append(self, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Write the new keys and values (B, H, T, D) after the cached ones; return views of all
+        (B, H, length, D). No copy of the cached rows per step (re-concatenating them made a
+        step O(length) copies)."""
+        n, T = self.length, k.shape[2]
+        if n and self.k.shape[:2] != k.shape[:2]:  # else numpy's broadcast error, naming nothing
+            raise ValueError(
+                f"KVCache: the KV cache holds {self.k.shape[0]} rows of the batch, got {k.shape[0]} "
+                f"(and {self.k.shape[1]} heads, got {k.shape[1]}); start a new cache for another batch")
+        if self.capacity is not None and n + T > self.capacity:
+            raise ValueError(f"KVCache: {n} cached positions and {T} new ones pass its capacity "
+                             f"{self.capacity}; start a new cache (or give a larger capacity)")
+        if self.k is None or self.k.shape[2] < n + T or self.k.shape[:2] != k.shape[:2]:
+            if self.capacity is not None:
+                rows = self.capacity
+            else:
+                rows = max(n + T, 2 * (0 if self.k is None else self.k.shape[2]), self.MIN_ROWS)
+            new_k = np.empty(k.shape[:2] + (rows,) + k.shape[3:], dtype=k.dtype)
+            new_v = np.empty(v.shape[:2] + (rows,) + v.shape[3:], dtype=v.dtype)
+            if n:
+                new_k[:, :, :n], new_v[:, :, :n] = self.k[:, :, :n], self.v[:, :, :n]
+            self.k, self.v = new_k, new_v
+        self.k[:, :, n:n + T] = k
+        self.v[:, :, n:n + T] = v
+        self.length = n + T
+        return self.k[:, :, :n + T], self.v[:, :, :n + T]
+
+    def __repr__(self) -> str:
+        return f"KVCache(length={self.length}, capacity={self.capacity})"
+
+
+def packed_forward(qkv, bias=None, *, heads: int, allowed=None, causal: bool = False, scale: float,
+                   dropout_p: float = 0.0, weights_out: list | None = None,
+                   cache: KVCache | None = None) -> tuple[np.ndarray, tuple, object]:
+    """Multi-head attention on qkv (B, T, 3E) -> (B, T, E); returns (out, saved, tiles): saved
+    is the kernel's, tiles the tiled kernel's grid (None when the one-block kernel ran).
+
+        q, k, v = split(qkv, 3, dim=-1)               each (B, T, E)
+        q_h = q.reshape(B, T, H, D).transpose(1, 2)   the same for k and v: (B, H, T, D)
+        o = attention(q_h, k_h, v_h)                  (B, H, T, D), tiled when long
+        out = o.transpose(1, 2).reshape(B, T, E)      the heads side by side again
+
+    With a cache, k_h and v_h are first written after the cached keys and values, and q_h
+    attends to all S = n + T of them; is_causal then allows key j for query i when
+    j <= i + n (n = the cached length), the one causal rule for both kernels.
+    """
+    B, T, E = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
+    q, k, v = qkv.reshape(B, T, 3, heads, E // heads).transpose(2, 0, 3, 1, 4)  # (B, H, T, D) views
+    offset = 0
+    if cache is not None:
+        offset = cache.length
+        k, v = cache.append(k, v)  # (B, H, S, D)
+    S = k.shape[2]
+    if use_tiled(B * heads * T * S, T, S, dropout_p, weights_out is not None):
+        o, saved, tiles = tiled_forward(q, k, v, bias, allowed, offset if causal else None, scale=scale)
+    else:
+        if causal and offset < S - 1:  # else every query sees every key: no mask to apply
+            allowed = _causal(T, S, offset) if allowed is None else allowed & _causal(T, S, offset)
+        o, saved = attention_forward(q, k, v, bias, allowed, scale=scale, dropout_p=dropout_p,
+                                     weights_out=weights_out)
+        tiles = None
+    return o.transpose(0, 2, 1, 3).reshape(B, T, E), saved, tiles
+
+
+def packed_backward(g: np.ndarray, saved: tuple, tiles: object, heads: int, scale: float,
+                    needs: tuple) -> tuple:
+    """The gradients of `packed_forward` (without a cache): the kernel's backward with the
+    reshapes undone; dqkv packs dq, dk and dv the way qkv held them. `needs` flags qkv (and
+    the bias, when there was one)."""
+    B, T, E = g.shape
+    kernel_needs = (needs[0],) * 3 + tuple(needs[1:])
+    g_heads = g.reshape(B, T, heads, E // heads).transpose(0, 2, 1, 3)  # (B, H, T, D)
+    if tiles is not None:
+        grads = tiled_backward(g_heads, saved, tiles, scale, kernel_needs)
+    else:
+        grads = attention_backward(g_heads, saved, scale, kernel_needs)
+    dqkv = None
+    if needs[0]:
+        dqkv = np.empty((B, T, 3, heads, E // heads), grads[0].dtype)
+        for i in range(3):
+            dqkv[:, :, i] = grads[i].transpose(0, 2, 1, 3)
+        dqkv = dqkv.reshape(B, T, 3 * E)
+    return (dqkv,) + tuple(grads[3:])
+
+
+class PackedAttention(Function):
+    """Multi-head attention on packed projections: qkv (B, T, 3E) -> (B, T, E).
+
+    qkv holds q, k and v side by side, as one Linear with the three projection weights stacked
+    computes them; each is E = H * D features, H heads of D. The op is exactly splitting, the
+    attention of each head, and merging (`packed_forward`), and its backward is the kernel's
+    with the reshapes undone (`packed_backward`). One node instead of eight reshape and
+    transpose nodes around one, and with it one projection matmul instead of three
+    (`packed_self_attention`). Options as in `Attention`, plus `heads`, `causal` (is_causal,
+    passed to the tiled kernel as its diagonal) and, for generation, `cache` (a `KVCache`;
+    no gradient then: the cache is written in place). A float mask is the optional second input.
+    """
+
+    @staticmethod
+    def forward(ctx, qkv, bias=None, *, heads, allowed=None, causal=False, scale, dropout_p=0.0,
+                weights_out=None, cache=None):
+        out, saved, tiles = packed_forward(qkv, bias, heads=heads, allowed=allowed, causal=causal,
+                                           scale=scale, dropout_p=dropout_p, weights_out=weights_out,
+                                           cache=cache)
+        ctx.save_for_backward(*saved)
+        ctx.tiles, ctx.heads, ctx.scale = tiles, heads, scale
+        ctx.kernel = Attention if tiles is None else TiledAttention  # which kernel ran
+        ctx.masked, ctx.dropout_p = allowed is not None or causal, dropout_p  # (for drawings)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return packed_backward(g, ctx.saved, ctx.tiles, ctx.heads, ctx.scale, ctx.needs_input_grad)
