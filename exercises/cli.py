@@ -110,9 +110,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if report.passed else 1
 
 
-def add_parser(sub: Any) -> None:
-    """Add the `exercise` command to the `minigrad` command's subparsers."""
-    p = sub.add_parser("exercise", help="exercises: write the kernels yourself and have them graded")
+def add_commands(subparsers: Any) -> None:
+    """Add the `exercise` command to the `minigrad` command's subparsers (minigrad/cli.py)."""
+    p = subparsers.add_parser("exercise", help="exercises: write the kernels yourself and have them graded")
     tasks = p.add_subparsers(dest="action", required=True)
     names = ", ".join(TASKS)
 
@@ -138,7 +138,7 @@ def add_parser(sub: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="minigrad")
-    add_parser(parser.add_subparsers(dest="command", required=True))
+    add_commands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     try:
         return args.run(args)

@@ -10,7 +10,6 @@ mistakes (`Mistake` objects) first; `generic_mistakes` adds the ones every gradi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -195,11 +194,3 @@ def match(student: dict[str, np.ndarray], reference: dict[str, np.ndarray],
             return m
     return None
 
-
-def hint(code: str) -> str:
-    return HINTS[code]
-
-
-# A task's mistakes are computed by a function of the worked case, e.g.
-#     def mistakes(case) -> list[Mistake]
-MistakeFn = Callable[..., list[Mistake]]

@@ -4,6 +4,8 @@ PyTorch is an optional extra (`pip install "minigrad[torch]"`); minigrad itself 
 it. `to_torch` traces one forward pass of a minigrad module and returns a `torch.nn.Module`
 that replays it with torch ops, under the same parameter names; the state dict functions move
 weights both ways, also into torch.nn's own attention and transformer layers.
+`minigrad.export.distributed.TorchEngine` is the engine of `minigrad train --engine torch`: it
+plugs into minigrad's own training loop (`minigrad.models.train.train(..., engine=...)`).
 
 Example:
     >>> import minigrad as mg, torch

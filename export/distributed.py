@@ -1,15 +1,20 @@
 """Train a minigrad model data-parallel on PyTorch's distributed engine (`minigrad train gpt
 --engine torch --nproc 2`) and write an ordinary minigrad checkpoint and log.csv.
 
+`TorchEngine` plugs into minigrad's own training loop (models/train.py, `train(...,
+engine=TorchEngine(nproc))`), which keeps resume, log.csv, evaluation, checkpoints, the run
+lock and Ctrl-C; this module holds only what is torch's: exporting the model, the processes
+and DDP, the step, and bringing the weights and optimizer state back.
+
 Every process exports the same model with `to_torch`, wraps it in DistributedDataParallel
 (gloo on CPU, NCCL when there is a GPU for each process) and trains it on its own slice of the
 global batch: each process draws the same global batch from the same data generator and keeps
 rows [rank * B/N, (rank + 1) * B/N), so N processes see exactly the batches of one process and
 the averaged gradient is the gradient of the global batch's mean loss (exactly so when every
 slice holds as many counted items; a loss that skips padding tokens, with more padding in one
-slice than another, weights the tokens of the slices a little differently). Everything else is the
-default loop's (models/train.py): AdamW with weight decay on matrices only, warmup + cosine,
-gradient clipping, evaluation by the recipe's own (minigrad) `evaluate` every eval_every steps.
+slice than another, weights the tokens of the slices a little differently). The optimizer is
+torch's AdamW with minigrad's groups (weight decay on matrices only), its lr set by the loop's
+warmup + cosine schedule; evaluation is the recipe's own (minigrad) `evaluate`.
 
 The checkpoint is the default loop's: the weights come back with `state_dict_from_torch` and
 torch's AdamW moments become minigrad's optimizer state, so `--resume` continues exactly with
@@ -24,9 +29,8 @@ import os
 import signal
 import socket
 import threading
-import time
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -37,17 +41,15 @@ from tqdm import tqdm
 import minigrad as mg
 from minigrad.models.recipes import recipe_class
 from minigrad.models.train import (
+    Engine,
+    StopOnCtrlC,
     TrainConfig,
     TrainingInterrupted,
-    _CtrlC,
-    _log_step,
-    _start_log,
-    make_optimizer,
     read_checkpoint,
-    save_checkpoint,
+    train,
+    train_steps,
 )
-from minigrad.optim import Optimizer, unflatten_state
-from minigrad.random import set_rng_state
+from minigrad.optim import Optimizer
 
 from .module import to_torch
 from .state import state_dict_from_torch
@@ -55,60 +57,53 @@ from .state import state_dict_from_torch
 
 def train_distributed(recipe: Any, cfg: TrainConfig, out_dir: str, nproc: int = 1,
                       resume: str | None = None, progress: bool = True, threads: int = 1,
-                      log: Any = tqdm.write) -> dict:
-    """Train `recipe.model` with torch over `nproc` processes; like `models.train.train`.
+                      log: Any = tqdm.write, overwrite: bool = False) -> dict:
+    """Train `recipe.model` with torch over `nproc` processes: `models.train.train` with a
+    `TorchEngine(nproc, threads)`, and the same arguments, files, return value and
+    `TrainingInterrupted` on Ctrl-C (every process stops at the same step after process 0 saved).
+    cfg.batch_size is the global batch, split evenly over the processes."""
+    return train(recipe, cfg, out_dir, resume=resume, progress=progress, log=log, overwrite=overwrite,
+                 engine=TorchEngine(nproc=nproc, threads=threads))
 
-    Args:
-        recipe: a recipe (models/recipes) whose batches are tuples of tensors.
-        cfg: the training settings; cfg.batch_size is the global batch, split evenly.
-        out_dir: folder for checkpoint.npz and log.csv (the default loop's formats).
-        nproc: processes; 1 trains in this process with no process group.
-        resume: a checkpoint (or run folder) of either engine to continue from.
-        progress: show a progress bar (process 0 only).
-        threads: torch threads per process (1 suits a small model on a few cores).
 
-    Returns:
-        The last evaluation metrics, as `train` returns them.
+class TorchEngine(Engine):
+    """The torch engine of `models.train.train`: exports the model and trains it with torch's
+    AdamW, in this process (nproc=1) or in `nproc` processes started here, DDP averaging the
+    gradients. `threads`: torch threads per process (1 suits a small model on a few cores)."""
 
-    Raises:
-        TrainingInterrupted: Ctrl-C stopped every process at the same step after process 0
-            saved a checkpoint.
-    """
-    if cfg.steps < 1:
-        raise ValueError(f"train: steps must be positive, got {cfg.steps}")
-    if nproc < 1:
-        raise ValueError(f"--nproc must be positive, got {nproc}")
-    if cfg.batch_size % nproc:
-        raise ValueError(f"the batch of {cfg.batch_size} does not split evenly over {nproc} processes; "
-                         f"choose --nproc dividing {cfg.batch_size}")
-    if resume:  # checked here, before any process starts or out_dir is touched
-        meta = read_checkpoint(resume)[0]
-        if meta["step"] >= cfg.steps:
-            raise ValueError(f"train: the checkpoint is at step {meta['step']}, so {cfg.steps} steps "
-                             "leave nothing to train; ask for more steps")
-    if not isinstance(recipe.batch("train", np.random.default_rng(0), nproc), tuple):
-        raise ValueError(f"the torch engine needs batches that are tuples of tensors; "
-                         f"{recipe.name}'s are not")
-    os.makedirs(out_dir, exist_ok=True)
-    job = dict(cfg=asdict(cfg), out_dir=out_dir, resume=resume, progress=progress, threads=threads, log=log)
-    if nproc == 1:
-        with _CtrlC() as interrupted:
-            result = _train(0, 1, recipe, job, interrupted)
-    else:
-        job.update(name=recipe.name, meta=recipe.meta(), weights=recipe.model.state_dict(),
-                   init=f"tcp://127.0.0.1:{_free_port()}", log=None)
+    def __init__(self, nproc: int = 1, threads: int = 1):
+        if nproc < 1:
+            raise ValueError(f"--nproc must be positive, got {nproc}")
+        self.nproc, self.threads = nproc, threads
+
+    def check(self, recipe: Any, cfg: TrainConfig) -> None:
+        if cfg.batch_size % self.nproc:
+            raise ValueError(f"the batch of {cfg.batch_size} does not split evenly over {self.nproc} "
+                             f"processes; choose --nproc dividing {cfg.batch_size}")
+        if not isinstance(recipe.batch("train", np.random.default_rng(0), self.nproc), tuple):
+            raise ValueError(f"the torch engine needs batches that are tuples of tensors; "
+                             f"{recipe.name}'s are not")
+
+    def run(self, recipe: Any, cfg: TrainConfig, out_dir: str, resume: str | None, progress: bool,
+            log: Callable[[str], Any]) -> dict:
+        if self.nproc == 1:
+            return train_steps(recipe, cfg, out_dir, TorchProcess(0, 1, self.threads), resume=resume,
+                               progress=progress, log=log)
+        job = dict(cfg=asdict(cfg), out_dir=out_dir, resume=resume, progress=progress, threads=self.threads,
+                   name=recipe.name, meta=recipe.meta(), weights=recipe.model.state_dict(),
+                   init=f"tcp://127.0.0.1:{_free_port()}")
         ctx = mp.get_context("spawn")
         results = ctx.SimpleQueue()
         # Children read OMP_NUM_THREADS when they import numpy and torch, before any of our code.
         saved = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
-        os.environ.update({k: str(threads) for k in saved})
+        os.environ.update({k: str(self.threads) for k in saved})
         # Ctrl-C reaches every process of the terminal's group. The children stop together and
         # save; this process waits for them. Ignored here, it is also ignored by the children
         # until they can handle it (Python installs KeyboardInterrupt only where SIGINT is not
         # ignored), so a Ctrl-C while they import torch cannot leave half of them running.
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
         try:
-            procs = mp.spawn(_spawned, args=(nproc, job, results), nprocs=nproc, join=False)
+            procs = mp.spawn(_spawned, args=(self.nproc, job, results), nprocs=self.nproc, join=False)
             while not procs.join():
                 pass
         finally:
@@ -122,11 +117,12 @@ def train_distributed(recipe: Any, cfg: TrainConfig, out_dir: str, nproc: int = 
         if results.empty():  # torch's spawn wrapper ends a process quietly on KeyboardInterrupt
             raise KeyboardInterrupt
         result = results.get()
+        ckpt_path = os.path.join(out_dir, "checkpoint.npz")
         # The trained weights live in the checkpoint process 0 wrote; the caller's model gets them.
-        recipe.model.load_state_dict(read_checkpoint(os.path.join(out_dir, "checkpoint.npz"))[1])
-    if result["interrupted"] is not None:
-        raise TrainingInterrupted(result["interrupted"], os.path.join(out_dir, "checkpoint.npz"))
-    return result["metrics"]
+        recipe.model.load_state_dict(read_checkpoint(ckpt_path)[1])
+        if result["interrupted"] is not None:
+            raise TrainingInterrupted(result["interrupted"], ckpt_path)
+        return result["metrics"]
 
 
 def _main_thread() -> bool:
@@ -141,18 +137,24 @@ def _free_port() -> int:
 
 
 def _spawned(rank: int, world: int, job: dict, results: Any) -> None:
-    """Entry point of a spawned process: rebuild the recipe, join the group, train.
+    """Entry point of a spawned process: rebuild the recipe, join the group, run the loop.
 
     Ctrl-C is caught from here on, so a process being set up does not die while the others wait
-    for it: they all stop together after the first step instead."""
-    with _CtrlC() as interrupted:
+    for it: they all stop together at the first step instead."""
+    with StopOnCtrlC() as interrupted:
         recipe = recipe_class(job["name"]).from_meta(job["meta"])
         recipe.model.load_state_dict(job["weights"])
         cuda = torch.cuda.is_available() and torch.cuda.device_count() >= world
         dist.init_process_group("nccl" if cuda else "gloo", init_method=job["init"], rank=rank,
                                 world_size=world)
         try:
-            result = _train(rank, world, recipe, job, interrupted)
+            try:
+                metrics = train_steps(recipe, TrainConfig.from_dict(job["cfg"]), job["out_dir"],
+                                      TorchProcess(rank, world, job["threads"]), resume=job["resume"],
+                                      progress=job["progress"], log=tqdm.write, interrupted=interrupted)
+                result = {"metrics": metrics, "interrupted": None}
+            except TrainingInterrupted as stop:
+                result = {"metrics": {}, "interrupted": stop.step}
             if rank == 0:
                 results.put(result)
         finally:
@@ -162,91 +164,58 @@ def _spawned(rank: int, world: int, job: dict, results: Any) -> None:
 # ----------------------------------------------------------------------------- one process
 
 
-def _train(rank: int, world: int, recipe: Any, job: dict, interrupted: Any) -> dict:
-    """The training loop of one process (of `world`); process 0 logs, evaluates and saves.
-    `interrupted.flag` turns True on Ctrl-C (the caller has the catcher active)."""
-    cfg = TrainConfig.from_dict(job["cfg"])
-    torch.set_num_threads(job["threads"])
-    mg.set_num_threads(job["threads"])
-    device = torch.device("cuda", rank) if world > 1 and dist.get_backend() == "nccl" else torch.device("cpu")
-    say = job["log"] or tqdm.write  # spawned processes print to the terminal they share
+class TorchProcess(Engine):
+    """The steps of one process (of `world`) of the torch engine; process 0 is the loop's
+    leader (it logs, evaluates and saves)."""
 
-    # minigrad's optimizer and schedule: the schedule sets the lr of every step, and at each
-    # checkpoint torch's AdamW state is copied into the optimizer so the file is the default's.
-    mg.manual_seed(cfg.seed)
-    data_rng = np.random.default_rng(cfg.seed + 1)
-    opt, sched = make_optimizer(recipe.model, cfg)
-    start, history, seconds = 0, [], 0.0
-    if job["resume"]:
-        meta, model_state, opt_state = read_checkpoint(job["resume"])
-        recipe.model.load_state_dict(model_state)
-        opt.load_state_dict(unflatten_state(opt_state))
-        sched.load_state_dict(meta["sched"])
-        set_rng_state(meta["rng"])
-        data_rng.bit_generator.state = meta["data_rng"]
-        start, history, seconds = meta["step"], meta["history"], meta.get("seconds", 0.0)
-    torch.manual_seed(cfg.seed * 1009 + start * 31 + rank)  # dropout masks: each process its own
+    def __init__(self, rank: int, world: int, threads: int = 1):
+        self.rank, self.world, self.threads = rank, world, threads
+        self.leader, self.label = rank == 0, f" (torch x{world})"
 
-    per_rank = cfg.batch_size // world
-    example = recipe.batch("train", np.random.default_rng(0), per_rank)  # fixes the shapes only
-    shapes = _PerShape(recipe, example, device)
-    net = shapes.main  # the exported loss whose parameters every export shares
-    params = _torch_params(net, recipe.model, opt)
-    topt = _torch_adamw(opt, params, device)
-    # DDP averages the gradients over the processes during backward; the exported constants
-    # (causal masks, positions) are the same everywhere, so buffers are not broadcast.
-    model = shapes if world == 1 else _ddp(shapes, device)
+    def setup(self, recipe: Any, opt: Optimizer, cfg: TrainConfig, start: int) -> None:
+        """Export the model (once per batch shape), make torch's AdamW from `opt` (its groups,
+        lr and moments, so a resumed run goes on exactly) and wrap it all in DDP."""
+        torch.set_num_threads(self.threads)
+        mg.set_num_threads(self.threads)
+        multi = self.world > 1 and dist.get_backend() == "nccl"
+        self.device = torch.device("cuda", self.rank) if multi else torch.device("cpu")
+        torch.manual_seed(cfg.seed * 1009 + start * 31 + self.rank)  # dropout masks: each process its own
+        self.recipe, self.opt, self.cfg = recipe, opt, cfg
+        self.per_rank = cfg.batch_size // self.world
+        example = recipe.batch("train", np.random.default_rng(0), self.per_rank)  # fixes the shapes only
+        shapes = _PerShape(recipe, example, self.device)
+        self.net = shapes.main  # the exported loss whose parameters every export shares
+        self.params = _torch_params(self.net, recipe.model, opt)
+        self.topt = _torch_adamw(opt, self.params, self.device)
+        # DDP averages the gradients over the processes during backward; the exported constants
+        # (causal masks, positions) are the same everywhere, so buffers are not broadcast.
+        self.model = shapes if self.world == 1 else _ddp(shapes, self.device)
 
-    ckpt_path = os.path.join(job["out_dir"], "checkpoint.npz")
-    log_path = os.path.join(job["out_dir"], "log.csv")
-    if rank == 0:
-        _start_log(log_path, keep_until=start)
-    metrics: dict = history[-1] if history else {}
-    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps,
-               disable=rank > 0 or not job["progress"], desc=f"train {recipe.name} (torch x{world})",
-               unit="step", dynamic_ncols=True)
-    t0 = time.perf_counter() - seconds
-    stop = False
+    def stopping(self, pressed: bool) -> bool:
+        if self.world == 1:
+            return pressed
+        anyone = torch.tensor([float(pressed)], dtype=torch.float64, device=self.device)
+        dist.all_reduce(anyone)  # every process stops at the same step
+        return anyone.item() > 0
 
-    def save(step: int) -> None:
-        _back_to_minigrad(net, topt, params, recipe.model, opt)
-        save_checkpoint(ckpt_path, recipe, opt, sched, step, cfg, data_rng, history,
-                        seconds=time.perf_counter() - t0)
-
-    for step in bar:
-        if stop or (world == 1 and interrupted.flag):  # every process stops at the same step
-            bar.close()
-            if rank == 0:
-                save(step)
-            return {"metrics": metrics, "interrupted": step}
-        batch = recipe.batch("train", data_rng, cfg.batch_size)  # the global batch
-        shard = [torch.from_numpy(np.ascontiguousarray(t.data[rank * per_rank:(rank + 1) * per_rank]))
-                 .to(device) for t in batch]
-        loss = model(*shard)
-        topt.zero_grad(set_to_none=True)
+    def step(self, batch: tuple) -> float:
+        for group, ours in zip(self.topt.param_groups, self.opt.param_groups):
+            group["lr"] = ours["lr"]  # the loop's schedule set it
+        lo, hi = self.rank * self.per_rank, (self.rank + 1) * self.per_rank
+        shard = [torch.from_numpy(np.ascontiguousarray(t.data[lo:hi])).to(self.device) for t in batch]
+        loss = self.model(*shard)
+        self.topt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
-        topt.step()
-        sched.step()
-        for group, lr in zip(topt.param_groups, sched.get_last_lr()):
-            group["lr"] = lr
-        value = loss.item()
-        if world > 1:  # the global batch's mean loss, and whether anyone was interrupted
-            both = torch.tensor([value, float(interrupted.flag)], dtype=torch.float64, device=device)
-            dist.all_reduce(both)
-            value, stop = both[0].item() / world, both[1].item() > 0
-        lr, done = sched.get_last_lr()[0], step + 1
-        if rank:
-            continue
-        bar.set_postfix(loss=f"{value:.3f}", lr=f"{lr:.1e}")
-        evaluated = _log_step(log_path, done, value, lr, time.perf_counter() - t0, cfg, recipe, history, say,
-                              before_eval=lambda: recipe.model.load_state_dict(
-                                  state_dict_from_torch(net.state_dict(), recipe.model)))
-        if evaluated is not None:
-            metrics = evaluated
-            save(done)
-    bar.close()
-    return {"metrics": metrics, "interrupted": None}
+        torch.nn.utils.clip_grad_norm_(self.net.parameters(), self.cfg.grad_clip)
+        self.topt.step()
+        if self.world == 1:
+            return loss.item()
+        total = loss.detach().to(torch.float64).reshape(1)
+        dist.all_reduce(total)  # the global batch's mean loss
+        return total.item() / self.world
+
+    def sync(self) -> None:
+        _back_to_minigrad(self.net, self.topt, self.params, self.recipe.model, self.opt)
 
 
 class _PerShape(torch.nn.Module):

@@ -1,5 +1,5 @@
-"""`python -m minigrad` runs the `minigrad` command."""
+"""`python -m minigrad` runs the `minigrad` command (minigrad/cli.py)."""
 
-from minigrad.models.cli import main
+from minigrad.cli import main
 
 raise SystemExit(main())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -79,9 +79,6 @@ def _check_module(model: nn.Module, path: str, what: str) -> None:
 
 
 # ----------------------------------------------------------------------------- attention
-
-# labels(name) -> (query labels, key labels) of the attention module `name`
-Labels = Callable[[str], tuple[list[str] | None, list[str] | None]]
 
 
 def plot_model_attention(recipe: Recipe, out: str, text: str | None = None,

@@ -159,25 +159,23 @@ class RNNSeq2Seq(nn.Module):
         cfg = self.config
         if return_attention and not cfg.attention:
             raise ValueError("RNNSeq2Seq.greedy_decode: return_attention needs attention=True")
-        was_training = self.training
-        self.eval()
-        annotations, final, src_mask = self.encode(mg.tensor(np.asarray(getattr(src, "data", src))))
-        B = annotations.shape[0]
-        s = final  # (B, C)
-        keys = self.decoder.project(annotations)  # (B, S, A) or None
-        token = np.full(B, cfg.bos_id, dtype=np.int64)  # (B,)
-        out, weights = [], []
-        finished = np.zeros(B, dtype=bool)
-        for _ in range(max_len):
-            y_prev = self.embed(mg.tensor(token))  # (B, E)
-            logits, s, w = self.decoder(y_prev, s, annotations, final, src_mask, keys)
-            # logits (B, V), s (B, C), w (B, S)
-            token = np.where(finished, cfg.pad_id, logits.data.argmax(-1))  # (B,)
-            out.append(token)
-            weights.append(None if w is None else w.data)  # (B, S)
-            finished |= token == cfg.eos_id
-            if finished.all():
-                break
-        self.train(was_training)
+        with nn.evaluating(self):
+            annotations, final, src_mask = self.encode(mg.tensor(np.asarray(getattr(src, "data", src))))
+            B = annotations.shape[0]
+            s = final  # (B, C)
+            keys = self.decoder.project(annotations)  # (B, S, A) or None
+            token = np.full(B, cfg.bos_id, dtype=np.int64)  # (B,)
+            out, weights = [], []
+            finished = np.zeros(B, dtype=bool)
+            for _ in range(max_len):
+                y_prev = self.embed(mg.tensor(token))  # (B, E)
+                logits, s, w = self.decoder(y_prev, s, annotations, final, src_mask, keys)
+                # logits (B, V), s (B, C), w (B, S)
+                token = np.where(finished, cfg.pad_id, logits.data.argmax(-1))  # (B,)
+                out.append(token)
+                weights.append(None if w is None else w.data)  # (B, S)
+                finished |= token == cfg.eos_id
+                if finished.all():
+                    break
         ids = np.stack(out, axis=1)  # (B, L)
         return (ids, np.stack(weights, axis=1)) if return_attention else ids  # (B, L), (B, L, S)

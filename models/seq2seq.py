@@ -136,15 +136,14 @@ class Seq2Seq(nn.Module):
     def score(self, src: Tensor | np.ndarray, out: np.ndarray) -> np.ndarray:
         """Log-probability (B,) of each output sequence (B, L) as the decoders return them
         (no BOS), counting the tokens up to and including the first EOS."""
-        was_training = self.training
-        self.eval()
-        out = np.asarray(out, dtype=np.int64)  # (B, L)
-        tgt_in = np.concatenate([np.full((len(out), 1), self.config.bos_id), out[:, :-1]], axis=1)  # (B, L)
-        logp = self(_ids(src), mg.tensor(tgt_in)).log_softmax(-1).data  # (B, L, V)
-        token_logp = np.take_along_axis(logp, out[..., None], axis=-1)[..., 0]  # (B, L)
-        is_eos = out == self.config.eos_id
-        after_eos = np.cumsum(is_eos, axis=1) - is_eos > 0  # (B, L)
-        self.train(was_training)
+        with nn.evaluating(self):
+            out = np.asarray(out, dtype=np.int64)  # (B, L)
+            bos = np.full((len(out), 1), self.config.bos_id)  # (B, 1)
+            tgt_in = np.concatenate([bos, out[:, :-1]], axis=1)  # (B, L)
+            logp = self(_ids(src), mg.tensor(tgt_in)).log_softmax(-1).data  # (B, L, V)
+            token_logp = np.take_along_axis(logp, out[..., None], axis=-1)[..., 0]  # (B, L)
+            is_eos = out == self.config.eos_id
+            after_eos = np.cumsum(is_eos, axis=1) - is_eos > 0  # (B, L)
         return np.where(after_eos, 0.0, token_logp).sum(1)
 
     # ------------------------------------------------------------------ decoding
@@ -159,20 +158,18 @@ class Seq2Seq(nn.Module):
         """
         cfg = self.config
         max_len = self._max_len(max_len)
-        was_training = self.training
-        self.eval()
-        memory, src_mask = self.encode(_ids(src))  # (B, S, C), (B, 1, 1, S)
-        B = memory.shape[0]
-        seqs = np.full((B, 1), cfg.bos_id, dtype=np.int64)  # (B, 1)
-        finished = np.zeros(B, dtype=bool)
-        for _ in range(max_len):
-            logits = self.decode(mg.tensor(seqs), memory, src_mask).data[:, -1]  # (B, V)
-            tokens = np.where(finished, cfg.pad_id, logits.argmax(-1))  # (B,)
-            seqs = np.concatenate([seqs, tokens[:, None]], axis=1)  # (B, t+1)
-            finished |= tokens == cfg.eos_id
-            if finished.all():
-                break
-        self.train(was_training)
+        with nn.evaluating(self):
+            memory, src_mask = self.encode(_ids(src))  # (B, S, C), (B, 1, 1, S)
+            B = memory.shape[0]
+            seqs = np.full((B, 1), cfg.bos_id, dtype=np.int64)  # (B, 1)
+            finished = np.zeros(B, dtype=bool)
+            for _ in range(max_len):
+                logits = self.decode(mg.tensor(seqs), memory, src_mask).data[:, -1]  # (B, V)
+                tokens = np.where(finished, cfg.pad_id, logits.argmax(-1))  # (B,)
+                seqs = np.concatenate([seqs, tokens[:, None]], axis=1)  # (B, t+1)
+                finished |= tokens == cfg.eos_id
+                if finished.all():
+                    break
         return seqs[:, 1:]  # (B, L)
 
     @mg.no_grad()
@@ -192,41 +189,48 @@ class Seq2Seq(nn.Module):
         if K < 1:
             raise ValueError(f"beam_search: beam_size must be at least 1, got {K}")
         max_len = self._max_len(max_len)
-        was_training = self.training
-        self.eval()
-        src = _ids(src).data  # (B, S)
-        B = src.shape[0]
-        # Each source K times over: row b*K + k holds beam k of example b.
-        memory, src_mask = self.encode(mg.tensor(np.repeat(src, K, axis=0)))  # (B*K, S, C), (B*K, 1, 1, S)
-        seqs = np.full((B * K, 1), cfg.bos_id, dtype=np.int64)  # (B*K, 1)
-        scores = np.full((B, K), -np.inf)  # (B, K)
-        scores[:, 0] = 0.0  # one live beam at first, or the K beams would be K copies
-        finished = np.zeros(B * K, dtype=bool)
-        for _ in range(max_len):
-            logits = self.decode(mg.tensor(seqs), memory, src_mask)[:, -1]  # (B*K, V)
-            logp = logits.log_softmax(-1).data.astype(np.float64)  # (B*K, V)
-            logp[finished] = -np.inf
-            logp[finished, cfg.pad_id] = 0.0  # a finished beam only grows by PAD, at no cost
-            V = logp.shape[1]
-            cand = (scores.reshape(B * K, 1) + logp).reshape(B, K * V)  # (B, K*V): every extension
-            top = np.argsort(-cand, axis=1, kind="stable")[:, :K]  # (B, K): the K best
-            scores = np.take_along_axis(cand, top, axis=1)  # (B, K)
-            rows = (np.arange(B)[:, None] * K + top // V).reshape(-1)  # (B*K,): the beam each extends
-            tokens = (top % V).reshape(-1)  # (B*K,)
-            seqs = np.concatenate([seqs[rows], tokens[:, None]], axis=1)  # (B*K, t+1)
-            finished = finished[rows] | (tokens == cfg.eos_id)
-            if finished.all():
-                break
-        lengths = np.maximum((seqs[:, 1:] != cfg.pad_id).sum(1), 1).reshape(B, K)  # EOS included
-        best = np.argmax(scores / lengths**length_penalty, axis=1)  # (B,)
-        self.train(was_training)
+        with nn.evaluating(self):
+            src = _ids(src).data  # (B, S)
+            B = src.shape[0]
+            # Each source K times over: row b*K + k holds beam k of example b.
+            # (B*K, S, C), (B*K, 1, 1, S)
+            memory, src_mask = self.encode(mg.tensor(np.repeat(src, K, axis=0)))
+            seqs = np.full((B * K, 1), cfg.bos_id, dtype=np.int64)  # (B*K, 1)
+            scores = np.full((B, K), -np.inf)  # (B, K)
+            scores[:, 0] = 0.0  # one live beam at first, or the K beams would be K copies
+            finished = np.zeros(B * K, dtype=bool)
+            for _ in range(max_len):
+                logits = self.decode(mg.tensor(seqs), memory, src_mask)[:, -1]  # (B*K, V)
+                logp = logits.log_softmax(-1).data.astype(np.float64)  # (B*K, V)
+                logp[finished] = -np.inf
+                logp[finished, cfg.pad_id] = 0.0  # a finished beam only grows by PAD, at no cost
+                V = logp.shape[1]
+                cand = (scores.reshape(B * K, 1) + logp).reshape(B, K * V)  # (B, K*V): every extension
+                top = np.argsort(-cand, axis=1, kind="stable")[:, :K]  # (B, K): the K best
+                scores = np.take_along_axis(cand, top, axis=1)  # (B, K)
+                rows = (np.arange(B)[:, None] * K + top // V).reshape(-1)  # (B*K,): the beam each extends
+                tokens = (top % V).reshape(-1)  # (B*K,)
+                seqs = np.concatenate([seqs[rows], tokens[:, None]], axis=1)  # (B*K, t+1)
+                finished = finished[rows] | (tokens == cfg.eos_id)
+                if finished.all():
+                    break
+            lengths = np.maximum(_lengths(seqs[:, 1:], cfg.eos_id), 1).reshape(B, K)  # (B, K)
+            best = np.argmax(scores / lengths**length_penalty, axis=1)  # (B,)
         out = seqs.reshape(B, K, -1)[np.arange(B), best, 1:]  # (B, L)
-        return out[:, :max(1, (out != cfg.pad_id).sum(1).max())]  # without the columns of PAD only
+        return out[:, :max(1, _lengths(out, cfg.eos_id).max())]  # as wide as the longest, as greedy
 
     def _max_len(self, max_len: int | None) -> int:
         """Generated tokens fit the position table after BOS: at most block_size - 1."""
         longest = self.config.block_size - 1
         return longest if max_len is None else min(max_len, longest)
+
+
+def _lengths(out: np.ndarray, eos_id: int) -> np.ndarray:
+    """The length (N,) of each output row (N, L): its tokens up to and including the first EOS,
+    all L without one. A PAD the model chose before its EOS is one of its tokens (greedy keeps
+    it too); only the PAD after EOS is filling."""
+    is_eos = out == eos_id  # (N, L)
+    return np.where(is_eos.any(1), is_eos.argmax(1) + 1, out.shape[1])
 
 
 def _ids(x: Tensor | np.ndarray) -> Tensor:

@@ -1,14 +1,23 @@
-"""The training loop every model shares: AdamW, warmup + cosine schedule, gradient clipping,
-periodic evaluation, a progress bar, a CSV log, atomic checkpoints and exact resume."""
+"""The training loop every model and every engine shares: AdamW, warmup + cosine schedule,
+gradient clipping, periodic evaluation, a progress bar, a CSV log, atomic checkpoints, exact
+resume, a lock on the run folder and a clean stop on Ctrl-C.
+
+The seam is the `Engine`: how one optimizer step is computed. The default trains with
+minigrad's autograd and optimizer in this process; another engine (the torch one,
+`minigrad.export.distributed.TorchEngine`) subclasses it and overrides only what is its own.
+`train` is the entry point; it checks, locks the run folder and hands the run to the engine's
+`run`, which calls `train_steps` (the loop) once, or once in each process it starts. The run
+folder's files (checkpoint.npz, log.csv, train.lock) are written by models/runs.py.
+
+Public: TrainConfig, TrainingInterrupted, Engine, train, train_steps, make_optimizer,
+resume_config, cosine_at, and (from models/runs.py) the checkpoint and run-folder helpers.
+"""
 
 from __future__ import annotations
 
-import csv
-import json
 import os
-import signal
-import threading
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable
 
@@ -17,10 +26,31 @@ from tqdm import tqdm
 
 import minigrad as mg
 import minigrad.optim as optim
-from minigrad.random import get_rng_state, set_rng_state
-from minigrad.serialization import clean_temporaries, pid_running
+from minigrad.random import set_rng_state
+from minigrad.serialization import clean_temporaries
 
-CHECKPOINT_FORMAT = "minigrad-checkpoint-1"
+from .runs import (
+    CHECKPOINT_FORMAT,
+    RunExistsError,
+    RunInUseError,
+    RunLock,
+    StopOnCtrlC,
+    append_log_row,
+    check_run_folder,
+    checkpoint_path,
+    existing_run,
+    read_checkpoint,
+    resumes_in_place,
+    save_checkpoint,
+    start_log,
+)
+
+__all__ = [
+    "CHECKPOINT_FORMAT", "Engine", "RunExistsError", "RunInUseError", "RunLock", "StopOnCtrlC",
+    "TrainConfig", "TrainingInterrupted", "check_run_folder", "checkpoint_path", "cosine_at",
+    "existing_run", "make_optimizer", "read_checkpoint", "resume_config", "save_checkpoint", "train",
+    "train_steps",
+]
 
 
 @dataclass
@@ -46,157 +76,12 @@ class TrainConfig:
         return cls(**{k: v for k, v in d.items() if k in names})
 
 
-# ----------------------------------------------------------------------------- checkpoints
-
-
 class TrainingInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped training between two steps, after a checkpoint was saved at `step`."""
 
     def __init__(self, step: int, checkpoint: str):
         super().__init__(f"interrupted at step {step}; checkpoint saved to {checkpoint}")
         self.step, self.checkpoint = step, checkpoint
-
-
-def save_checkpoint(path: str, recipe: Any, opt: optim.Optimizer, sched: Any, step: int,
-                    cfg: TrainConfig, data_rng: np.random.Generator, history: list,
-                    seconds: float = 0.0) -> None:
-    """Everything needed to continue exactly: weights, optimizer, schedule, step, both random
-    generators, the recipe (model config, tokenizer) and the training time so far. One .npz,
-    written atomically."""
-    meta = {
-        "format": CHECKPOINT_FORMAT, "model": recipe.name, "recipe": recipe.meta(),
-        "train": asdict(cfg), "step": step, "rng": get_rng_state(),
-        "data_rng": data_rng.bit_generator.state, "sched": sched.state_dict(), "history": history,
-        "seconds": seconds,
-    }
-    arrays = {f"model/{k}": v for k, v in recipe.model.state_dict().items()}
-    arrays.update({f"optim/{k}": v for k, v in optim.flatten_state(opt.state_dict()).items()})
-    arrays["meta"] = np.array(json.dumps(meta))
-    mg.save(arrays, path)
-
-
-def checkpoint_path(path: str) -> str:
-    """The checkpoint file itself, given the file or the run folder holding checkpoint.npz."""
-    if os.path.isdir(path):
-        inside = os.path.join(path, "checkpoint.npz")
-        if not os.path.isfile(inside):
-            raise FileNotFoundError(f"no checkpoint.npz in the folder {path}")
-        return inside
-    return path
-
-
-def read_checkpoint(path: str) -> tuple[dict, dict, dict]:
-    """(meta, model state, flat optimizer state) of a checkpoint file or of a run folder's
-    checkpoint.npz, with one-line errors."""
-    path = checkpoint_path(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"no checkpoint at {path}")
-    arrays = mg.load(path)
-    if "meta" not in arrays:
-        raise ValueError(f"{path} is not a minigrad checkpoint (no meta entry)")
-    meta = json.loads(str(arrays["meta"]))
-    if meta.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path}: unknown checkpoint format {meta.get('format')!r}")
-    model = {k[6:]: v for k, v in arrays.items() if k.startswith("model/")}
-    opt = {k[6:]: v for k, v in arrays.items() if k.startswith("optim/")}
-    return meta, model, opt
-
-
-# ----------------------------------------------------------------------------- run folders
-
-
-def existing_run(out_dir: str) -> str | None:
-    """What run out_dir holds ("checkpoint.npz at step 6, log.csv"), or None when it holds none."""
-    parts = []
-    ckpt = os.path.join(out_dir, "checkpoint.npz")
-    if os.path.isfile(ckpt):
-        try:
-            parts.append(f"checkpoint.npz at step {read_checkpoint(ckpt)[0]['step']}")
-        except (ValueError, OSError):
-            parts.append("checkpoint.npz")
-    if os.path.isfile(os.path.join(out_dir, "log.csv")):
-        parts.append("log.csv")
-    return ", ".join(parts) or None
-
-
-class RunExistsError(FileExistsError):
-    """out_dir holds a run that training there would replace."""
-
-    def __init__(self, out_dir: str, what: str):
-        super().__init__(f"{out_dir} already holds a run ({what}); continue it with resume, train into "
-                         "another folder, or pass overwrite=True to replace it")
-        self.out_dir, self.what = out_dir, what
-
-
-def check_run_folder(out_dir: str, resumed_from: str | None, overwrite: bool) -> None:
-    """Refuse (RunExistsError) to train into a folder holding a run, unless it is the run being
-    resumed or `overwrite` is given."""
-    if overwrite or not os.path.isdir(out_dir) or _its_own_folder(resumed_from, out_dir):
-        return  # nothing there, asked to replace it, or the resumed run going on in its folder
-    what = existing_run(out_dir)
-    if what is not None:
-        raise RunExistsError(out_dir, what)
-
-
-def _its_own_folder(resumed_from: str | None, out_dir: str) -> bool:
-    return (resumed_from is not None and os.path.isdir(out_dir)
-            and os.path.samefile(os.path.dirname(os.path.abspath(resumed_from)), out_dir))
-
-
-class RunInUseError(OSError):
-    """Another live process is training in the run folder."""
-
-
-class RunLock:
-    """Holds `out_dir/train.lock` (the PID of the training process) while training.
-
-    A second process that wants the folder is refused with the first one's PID; a lock whose
-    process is gone (killed, crashed) is taken over, and `say` tells so."""
-
-    NAME = "train.lock"
-
-    def __init__(self, out_dir: str, say: Callable[[str], Any] = print):
-        self.path, self.say = os.path.join(out_dir, self.NAME), say
-
-    def __enter__(self) -> RunLock:
-        folder = os.path.dirname(self.path) or "."
-        self.made = not os.path.isdir(folder)  # removed again if training leaves nothing in it
-        os.makedirs(folder, exist_ok=True)
-        for _ in range(2):  # a second try after removing a stale lock
-            try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                pid = self._holder()
-                if pid is not None and pid_running(pid):
-                    raise RunInUseError(
-                        f"{os.path.dirname(self.path)} is in use: process {pid} is training there "
-                        f"(lock file {self.path}); wait for it to end, or train into another folder"
-                    ) from None
-                self.say(f"minigrad: note: taking over the lock {self.path} of process "
-                         f"{pid if pid is not None else '(unknown)'}, which is no longer running")
-                try:
-                    os.unlink(self.path)
-                except FileNotFoundError:
-                    pass
-                continue
-            with os.fdopen(fd, "w") as f:
-                f.write(f"{os.getpid()}\n")
-            return self
-        raise RunInUseError(f"{self.path}: another process took the lock first; train into another folder")
-
-    def _holder(self) -> int | None:
-        try:
-            with open(self.path) as f:
-                return int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):  # empty or half-written: its writer died
-            return None
-
-    def __exit__(self, *exc: object) -> None:
-        if self._holder() == os.getpid():  # never remove a lock another process took over
-            os.unlink(self.path)
-            folder = os.path.dirname(self.path) or "."
-            if self.made and not os.listdir(folder):  # a run that failed before writing anything
-                os.rmdir(folder)
 
 
 def resume_config(meta: dict, steps: int | None = None,
@@ -231,9 +116,6 @@ def cosine_at(cfg: TrainConfig, step: int) -> float:
     return optim.cosine_lr(step, cfg.lr, min(cfg.warmup, total // 5), total, cfg.min_lr)
 
 
-# ----------------------------------------------------------------------------- the loop
-
-
 def make_optimizer(model: Any, cfg: TrainConfig) -> tuple[optim.Optimizer, Any]:
     """AdamW with weight decay on matrices only (not on biases and norm gains), and its schedule."""
     params = list(model.parameters())
@@ -249,47 +131,117 @@ def make_optimizer(model: Any, cfg: TrainConfig) -> tuple[optim.Optimizer, Any]:
     return opt, sched
 
 
+# ----------------------------------------------------------------------------- the engine
+
+
+class Engine:
+    """How `train` computes its steps. This default trains with minigrad's autograd and
+    optimizer in this process; another engine subclasses it and overrides what is its own.
+    The loop calls, in this order:
+
+        check(recipe, cfg)               before anything is written: a ValueError for what the
+                                         engine cannot train
+        run(recipe, cfg, out_dir, resume, progress, log)
+                                         the run, inside the run folder's lock: `train_steps`
+                                         here, once (an engine with processes calls it in each)
+        setup(recipe, opt, cfg, start)   in each process, once the optimizer, the schedule and
+                                         a resumed run's state are in place, before step `start`
+        stopping(pressed) -> bool        before each step: stop here? `pressed`: Ctrl-C was
+                                         pressed in this process (processes must agree)
+        step(batch) -> float             one optimizer step on the global batch (zero the grads,
+                                         backward, clip to cfg.grad_clip, update): its mean loss.
+                                         The loop then steps the schedule, which sets each
+                                         group's lr in `opt` for the next step
+        sync()                           bring the trained weights and optimizer state back into
+                                         recipe.model and `opt`, before evaluating or saving
+
+    `leader` is True in the process that logs, evaluates and saves (process 0 of N), `label`
+    follows the progress bar's name (e.g. " (torch x2)").
+    """
+
+    leader = True
+    label = ""
+
+    def check(self, recipe: Any, cfg: TrainConfig) -> None:
+        """The default engine trains every recipe."""
+
+    def run(self, recipe: Any, cfg: TrainConfig, out_dir: str, resume: str | None, progress: bool,
+            log: Callable[[str], Any]) -> dict:
+        return train_steps(recipe, cfg, out_dir, self, resume=resume, progress=progress, log=log)
+
+    def setup(self, recipe: Any, opt: optim.Optimizer, cfg: TrainConfig, start: int) -> None:
+        self.recipe, self.opt, self.cfg = recipe, opt, cfg
+
+    def stopping(self, pressed: bool) -> bool:
+        return pressed  # one process: nobody else to ask
+
+    def step(self, batch: Any) -> float:
+        loss = self.recipe.loss(batch)
+        self.opt.zero_grad()
+        loss.backward()
+        optim.clip_grad_norm_(self.recipe.model.parameters(), self.cfg.grad_clip)
+        self.opt.step()
+        return loss.item()
+
+    def sync(self) -> None:
+        """Nothing to bring back: recipe.model and `opt` are the ones trained."""
+
+
+# ----------------------------------------------------------------------------- the loop
+
+
 def train(recipe: Any, cfg: TrainConfig, out_dir: str, resume: str | None = None,
-          progress: bool = True, log: Any = tqdm.write, overwrite: bool = False) -> dict:
+          progress: bool = True, log: Any = tqdm.write, overwrite: bool = False,
+          engine: Engine | None = None) -> dict:
     """Train `recipe.model` for cfg.steps steps; checkpoints and log.csv go to out_dir.
 
     Returns the last evaluation metrics. Ctrl-C finishes the current step, saves a checkpoint
     and raises `TrainingInterrupted` (a KeyboardInterrupt), so `resume` (a checkpoint or a run
-    folder) can continue from it; resuming gives the same losses as an uninterrupted run.
+    folder) can continue from it; resuming gives the same losses as an uninterrupted run, with
+    either engine.
 
     A run is never destroyed by accident: an out_dir that holds another run is refused unless
     `overwrite` (which removes its checkpoint.npz and log.csv first), and a lock file in
-    out_dir keeps a second process from training there at the same time.
+    out_dir keeps a second process from training there at the same time. `engine` computes the
+    steps (default: `Engine()`, minigrad in this process).
     """
+    engine = Engine() if engine is None else engine
     if cfg.steps < 1:
         raise ValueError(f"train: steps must be positive, got {cfg.steps}")
     # Everything that can fail is checked before out_dir (and its log) is touched.
-    loaded = read_checkpoint(resume) if resume else None
-    if loaded is not None and loaded[0]["step"] >= cfg.steps:
-        raise ValueError(f"train: the checkpoint is at step {loaded[0]['step']}, so {cfg.steps} steps leave "
+    done = read_checkpoint(resume)[0]["step"] if resume else None
+    if done is not None and done >= cfg.steps:
+        raise ValueError(f"train: the checkpoint is at step {done}, so {cfg.steps} steps leave "
                          "nothing to train; ask for more steps")
+    engine.check(recipe, cfg)
     resumed_from = checkpoint_path(resume) if resume else None
     check_run_folder(out_dir, resumed_from, overwrite)
     with RunLock(out_dir, say=log):
-        if overwrite and not _its_own_folder(resumed_from, out_dir):
+        if overwrite and not resumes_in_place(resumed_from, out_dir):
             for name in ("checkpoint.npz", "log.csv"):
                 if os.path.exists(os.path.join(out_dir, name)):
                     os.unlink(os.path.join(out_dir, name))
         for folder in {out_dir, os.path.dirname(resumed_from or out_dir) or "."}:
             clean_temporaries(folder)  # a save killed midway (kill -9) left these
-        return _train(recipe, cfg, out_dir, loaded, resumed_from, progress, log)
+        return engine.run(recipe, cfg, out_dir, resumed_from, progress, log)
 
 
-def _train(recipe: Any, cfg: TrainConfig, out_dir: str, loaded: tuple | None, resumed_from: str | None,
-           progress: bool, log: Any) -> dict:
-    """The loop of `train`, inside its lock."""
-    ckpt_path = os.path.join(out_dir, "checkpoint.npz")
+def train_steps(recipe: Any, cfg: TrainConfig, out_dir: str, engine: Engine | None = None,
+                resume: str | None = None, progress: bool = True, log: Any = tqdm.write,
+                interrupted: StopOnCtrlC | None = None) -> dict:
+    """The loop of `train` without its checks and lock, for an engine's `run` (in each of its
+    processes): seeds, optimizer and schedule, the resumed state, the steps, log.csv,
+    evaluation every cfg.eval_every steps and at the end, checkpoints after each evaluation
+    and on Ctrl-C. `interrupted`: a Ctrl-C catcher the caller already holds active (a process
+    that catches Ctrl-C from its start); else one is active while the steps run."""
+    engine = Engine() if engine is None else engine
+    ckpt_path, log_path = os.path.join(out_dir, "checkpoint.npz"), os.path.join(out_dir, "log.csv")
     mg.manual_seed(cfg.seed)
     data_rng = np.random.default_rng(cfg.seed + 1)
     opt, sched = make_optimizer(recipe.model, cfg)
     start, history, seconds = 0, [], 0.0
-    if loaded is not None:
-        meta, model_state, opt_state = loaded
+    if resume:
+        meta, model_state, opt_state = read_checkpoint(resume)
         recipe.model.load_state_dict(model_state)
         opt.load_state_dict(optim.unflatten_state(opt_state))
         sched.load_state_dict(meta["sched"])
@@ -297,11 +249,14 @@ def _train(recipe: Any, cfg: TrainConfig, out_dir: str, loaded: tuple | None, re
         data_rng.bit_generator.state = meta["data_rng"]
         start, history = meta["step"], meta["history"]
         seconds = meta.get("seconds", 0.0)  # the log's time runs on from the checkpoint's
+    recipe.model.train()
+    engine.setup(recipe, opt, cfg, start)
     # The step of the checkpoint in ckpt_path, for the message of a save that fails.
-    same_file = resumed_from is not None and os.path.abspath(resumed_from) == os.path.abspath(ckpt_path)
+    same_file = bool(resume) and os.path.abspath(checkpoint_path(resume)) == os.path.abspath(ckpt_path)
     on_disk = [start if same_file else None]
 
     def save(step: int) -> None:
+        engine.sync()
         try:
             save_checkpoint(ckpt_path, recipe, opt, sched, step, cfg, data_rng, history,
                             seconds=time.perf_counter() - t0)
@@ -311,86 +266,37 @@ def _train(recipe: Any, cfg: TrainConfig, out_dir: str, loaded: tuple | None, re
             raise OSError(e.errno, f"train: the checkpoint of step {step} was not saved ({e.strerror or e}); "
                           f"{kept}") from e
         on_disk[0] = step
-    log_path = os.path.join(out_dir, "log.csv")
-    _start_log(log_path, keep_until=start)
+
+    if engine.leader:
+        start_log(log_path, keep_until=start)
     metrics: dict = history[-1] if history else {}
-    recipe.model.train()
-    interrupted = _CtrlC()
-    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, disable=not progress,
-               desc=f"train {recipe.name}", unit="step", dynamic_ncols=True)
+    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps,
+               disable=not (progress and engine.leader),
+               desc=f"train {recipe.name}{engine.label}", unit="step", dynamic_ncols=True)
     t0 = time.perf_counter() - seconds
-    with interrupted:
+    with StopOnCtrlC() if interrupted is None else nullcontext(interrupted) as catcher:
         for step in bar:
-            if interrupted.flag:  # stop between steps, so the checkpoint is consistent
+            if engine.stopping(catcher.flag):  # stop between steps, so the checkpoint is consistent
                 bar.close()
-                save(step)
+                if engine.leader:
+                    save(step)
                 raise TrainingInterrupted(step, ckpt_path)
-            batch = recipe.batch("train", data_rng, cfg.batch_size)
-            loss = recipe.loss(batch)
-            opt.zero_grad()
-            loss.backward()
-            optim.clip_grad_norm_(recipe.model.parameters(), cfg.grad_clip)
-            opt.step()
+            value = engine.step(recipe.batch("train", data_rng, cfg.batch_size))
             sched.step()
-            value, lr, done = loss.item(), sched.get_last_lr()[0], step + 1
+            if not engine.leader:
+                continue
+            lr, done, elapsed = sched.get_last_lr()[0], step + 1, time.perf_counter() - t0
             bar.set_postfix(loss=f"{value:.3f}", lr=f"{lr:.1e}")
-            evaluated = _log_step(log_path, done, value, lr, time.perf_counter() - t0, cfg, recipe, history,
-                                  log)
+            evaluated = None
+            if done % cfg.eval_every == 0 or done == cfg.steps:
+                engine.sync()
+                evaluated = {"step": done, **recipe.evaluate(cfg.eval_batches)}
+                history.append(evaluated)
+                log(f"step {done}: " + ", ".join(f"{k} {v:.4f}" for k, v in evaluated.items() if k != "step"))
+            val_loss = None if evaluated is None else evaluated.get("val_loss", float("nan"))
+            append_log_row(log_path, done, value, val_loss, lr, elapsed)
             if evaluated is not None:  # after the log row, so a resumed run's log continues where this stops
                 metrics = evaluated
                 save(done)
     bar.close()
     return metrics
-
-
-def _log_step(path: str, done: int, loss: float, lr: float, seconds: float, cfg: TrainConfig, recipe: Any,
-              history: list, say: Callable[[str], Any],
-              before_eval: Callable[[], Any] | None = None) -> dict | None:
-    """Append step `done`'s row to log.csv, evaluating first when it is an evaluation step
-    (every cfg.eval_every steps, and the last): the new metrics (also appended to `history`
-    and said), or None when it did not evaluate. `before_eval` runs just before evaluating."""
-    row = [done, f"{loss:.5f}", "", f"{lr:.3e}", f"{seconds:.2f}"]
-    metrics = None
-    if done % cfg.eval_every == 0 or done == cfg.steps:
-        if before_eval is not None:
-            before_eval()
-        metrics = {"step": done, **recipe.evaluate(cfg.eval_batches)}
-        history.append(metrics)
-        row[2] = f"{metrics.get('val_loss', float('nan')):.5f}"
-        say(f"step {done}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if k != "step"))
-    with open(path, "a", newline="") as f:
-        csv.writer(f).writerow(row)
-    return metrics
-
-
-def _start_log(path: str, keep_until: int) -> None:
-    """A fresh log.csv, keeping the rows of steps up to `keep_until` when resuming (rows of
-    steps after the checkpoint would be repeated by the resumed run)."""
-    rows = []
-    if keep_until and os.path.exists(path):
-        with open(path, newline="") as f:
-            rows = [r for r in list(csv.reader(f))[1:] if r and int(r[0]) <= keep_until]
-    with open(path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["step", "train_loss", "val_loss", "lr", "seconds"])
-        writer.writerows(rows)
-
-
-class _CtrlC:
-    """While active, Ctrl-C sets `flag` instead of raising, so the loop can stop cleanly."""
-
-    def __init__(self) -> None:
-        self.flag = False
-        self._prev: Any = None
-
-    def _handler(self, signum: int, frame: Any) -> None:
-        self.flag = True
-
-    def __enter__(self) -> _CtrlC:
-        if threading.current_thread() is threading.main_thread():
-            self._prev = signal.signal(signal.SIGINT, self._handler)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._prev is not None:
-            signal.signal(signal.SIGINT, self._prev)

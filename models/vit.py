@@ -157,10 +157,8 @@ class ViT(nn.Module):
 
     def predict(self, images: Tensor) -> np.ndarray:
         """The most likely class of each image, (B,) int64 (no graph is recorded)."""
-        was_training = self.training
-        self.eval()
-        with mg.no_grad():
-            logits = self(images)  # (B, K)
-        self.train(was_training)
+        with nn.evaluating(self):
+            with mg.no_grad():
+                logits = self(images)  # (B, K)
         return logits.data.argmax(-1)
 

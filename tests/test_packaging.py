@@ -126,3 +126,18 @@ def test_code_reads_files_only_from_inside_its_packages():
                 offenders += [f"{os.path.relpath(f, ROOT)}:{i}" for i, line in enumerate(src, 1)
                               if climbing.search(line)]
     assert not offenders, f"reads files outside the installed package: {offenders}"
+
+
+def test_the_console_script_is_the_command_line_above_every_package():
+    """`minigrad` (and `python -m minigrad`) run minigrad.cli, the one module that knows every
+    subcommand; the models contribute theirs, so no package below it holds a `main`."""
+    import importlib
+
+    lines = _lines(_setup_cfg()["options.entry_points"]["console_scripts"])
+    target = {name.strip(): value.strip() for name, value in (line.split("=") for line in lines)}["minigrad"]
+    assert target == "minigrad.cli:main"
+    module, _, name = target.partition(":")
+    assert callable(getattr(importlib.import_module(module), name))
+    with open(os.path.join(ROOT, "minigrad", "__main__.py")) as f:
+        assert "from minigrad.cli import main" in f.read()
+    assert not os.path.exists(os.path.join(ROOT, "models", "cli.py"))

@@ -243,7 +243,7 @@ assert after["nsp_acc"] > 0.55  # better than a coin flip (256 held-out pairs)
 # word ("the"), and next sentence prediction above the coin flip's 50%: both heads have begun
 # to use the context. Both are far from BERT's: a word-level model of this size guesses
 # mostly the common words, and the README's 3,000-step run of the larger "quick" preset
-# reaches 26.6% of masked words and about 70% of next sentences. (Later work, RoBERTa, found
+# reaches 26.0% of masked words and about 70% of next sentences. (Later work, RoBERTa, found
 # next sentence prediction could be dropped altogether.)
 
 # %%

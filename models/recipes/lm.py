@@ -10,11 +10,16 @@ from dataclasses import asdict
 import numpy as np
 
 import minigrad as mg
+import minigrad.nn as nn
 from minigrad import Tensor
 
 from ..data import CharTokenizer, load_text, stdlib_corpus, tokenizer_from_dict, train_val_split
 from ..gpt import GPT, PRESETS, GPTConfig
 from . import Recipe, check_preset
+
+# Sequences per validation batch: eval_batches * EVAL_BATCH windows of block_size characters,
+# the same for every preset, so val_loss of two runs compares on the same text.
+EVAL_BATCH = 16
 
 
 class GPTRecipe(Recipe):
@@ -81,10 +86,8 @@ class GPTRecipe(Recipe):
 
     def evaluate(self, num_batches: int) -> dict[str, float]:
         rng = np.random.default_rng(0)  # the same validation batches every time
-        self.model.eval()
-        with mg.no_grad():
-            losses = [self.loss(self.batch("val", rng, 16)).item() for _ in range(num_batches)]
-        self.model.train()
+        with nn.evaluating(self.model), mg.no_grad():
+            losses = [self.loss(self.batch("val", rng, EVAL_BATCH)).item() for _ in range(num_batches)]
         return {"val_loss": float(np.mean(losses))}
 
     def sample(self, prompt: str = "\n", max_new_tokens: int = 200, temperature: float = 0.8,

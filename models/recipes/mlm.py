@@ -9,6 +9,7 @@ from dataclasses import asdict
 import numpy as np
 
 import minigrad as mg
+import minigrad.nn as nn
 import minigrad.nn.functional as F
 from minigrad import Tensor
 
@@ -134,10 +135,9 @@ class BERTRecipe(Recipe):
         mlm_acc is the share of selected positions whose original word is the top guess;
         mlm_baseline the share that always guessing the training text's most frequent word
         gets on the same positions; nsp_acc the share of pairs classified right."""
-        rng, was_training = np.random.default_rng(0), self.model.training
-        self.model.eval()
+        rng = np.random.default_rng(0)
         losses, hits, base, picked, nsp_hits, pairs_seen = [], 0, 0, 0, 0, 0
-        with mg.no_grad():
+        with nn.evaluating(self.model), mg.no_grad():
             for i in range(num_batches):
                 start = (i * EVAL_BATCH) % len(self.val_pairs)
                 inputs, segments, labels, is_next = self._batch_of(
@@ -152,7 +152,6 @@ class BERTRecipe(Recipe):
                 picked += targets.size
                 nsp_hits += int((nsp_logits.data.argmax(-1) == is_next.data).sum())
                 pairs_seen += len(is_next.data)
-        self.model.train(was_training)
         return {"val_loss": float(np.mean(losses)), "mlm_acc": hits / max(picked, 1),
                 "mlm_baseline": base / max(picked, 1), "nsp_acc": nsp_hits / max(pairs_seen, 1)}
 
@@ -166,11 +165,8 @@ class BERTRecipe(Recipe):
         for piece in pieces[1:]:
             ids += [tok.mask_id, *piece]
         ids = np.array([ids[: self.config.block_size - 1] + [tok.sep_id]], dtype=np.int64)  # (1, T)
-        was_training = self.model.training
-        self.model.eval()
-        with mg.no_grad():
+        with nn.evaluating(self.model), mg.no_grad():
             logits, _ = self.model(ids, positions=ids == tok.mask_id)  # (M, V), M masks
-        self.model.train(was_training)
         logits = logits.data.astype(np.float64)
         logits[:, : len(tok.SPECIAL_TOKENS)] = -np.inf  # guess words only
         p = np.exp(logits - logits.max(-1, keepdims=True))

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 import minigrad as mg
+import minigrad.nn as nn
 from minigrad import Tensor
 
 from ..data import SEQ_VOCAB, TaskTokenizer, encode_pairs, make_examples
@@ -19,6 +20,7 @@ from . import Recipe, check_preset
 TEST_SIZE = 1000  # held-out examples of the "test" split (the quality figures use all of them)
 TEST_SEED = 0
 EVAL_BATCH = 50  # evaluate(num_batches) looks at num_batches * EVAL_BATCH of the test examples
+DECODE_BATCH = 250  # sources translate() decodes at once: bounds the activations of one decode
 
 
 class TaskRecipe(Recipe):
@@ -77,17 +79,15 @@ class TaskRecipe(Recipe):
         test examples (all TEST_SIZE from num_batches = TEST_SIZE / EVAL_BATCH = 20 on)."""
         pairs = self.test_pairs[: max(1, min(len(self.test_pairs), num_batches * EVAL_BATCH))]
         chunks = [pairs[i:i + EVAL_BATCH] for i in range(0, len(pairs), EVAL_BATCH)]
-        self.model.eval()
-        with mg.no_grad():
+        with nn.evaluating(self.model), mg.no_grad():
             losses = [self.loss(_tensors(chunk)).item() for chunk in chunks]
-        self.model.train()
         return {"val_loss": float(np.mean(losses)), "exact_match": exact_match(self.translate, pairs)}
 
     def translate(self, sources: list[str]) -> list[str]:
-        """Greedy outputs of the model for source strings, 250 at a time."""
+        """Greedy outputs of the model for source strings, DECODE_BATCH at a time."""
         out = []
-        for i in range(0, len(sources), 250):
-            src, _ = encode_pairs([(s, "") for s in sources[i:i + 250]])
+        for i in range(0, len(sources), DECODE_BATCH):
+            src, _ = encode_pairs([(s, "") for s in sources[i:i + DECODE_BATCH]])
             out += [SEQ_VOCAB.decode(row) for row in self.model.greedy_decode(src, max_len=self.max_len)]
         return out
 

@@ -8,6 +8,7 @@ from dataclasses import asdict
 import numpy as np
 
 import minigrad as mg
+import minigrad.nn as nn
 import minigrad.nn.functional as F
 from minigrad import Tensor
 
@@ -61,11 +62,9 @@ class ViTRecipe(Recipe):
 
     def evaluate(self, num_batches: int = 1) -> dict[str, float]:
         """Loss and accuracy on all 360 test images (the set is small: `num_batches` is unused)."""
-        self.model.eval()
-        with mg.no_grad():
+        with nn.evaluating(self.model), mg.no_grad():
             logits = self.model(mg.tensor(self.x_test))  # (360, 10)
             loss = F.cross_entropy(logits, mg.tensor(self.y_test)).item()
-        self.model.train()
         accuracy = float((logits.data.argmax(-1) == self.y_test).mean())
         return {"val_loss": float(loss), "accuracy": accuracy}
 

@@ -15,7 +15,8 @@ import numpy as np  # noqa: E402
 
 import minigrad as mg  # noqa: E402
 import minigrad.export.distributed as distributed  # noqa: E402
-from minigrad.models.cli import main  # noqa: E402
+import minigrad.models.train as loop  # noqa: E402
+from minigrad.cli import main  # noqa: E402
 from minigrad.models.recipes import recipe_class  # noqa: E402
 from minigrad.models.recipes.lm import GPTRecipe  # noqa: E402
 from minigrad.models.train import TrainingInterrupted, read_checkpoint  # noqa: E402
@@ -87,7 +88,7 @@ def test_interrupted_torch_run_resumes_exactly_with_either_engine(tmp_path, monk
     mg.manual_seed(0)
     recipe = GPTRecipe("tiny")
     cfg = GPTRecipe.train_config("tiny", steps=20, seed=5)
-    monkeypatch.setattr(distributed, "_CtrlC", lambda: _StopAt(10))
+    monkeypatch.setattr(loop, "StopOnCtrlC", lambda: _StopAt(10))  # the one loop's Ctrl-C catcher
     with pytest.raises(TrainingInterrupted) as stop:
         distributed.train_distributed(recipe, cfg, cut, progress=False)
     assert stop.value.step == 10 and read_checkpoint(cut)[0]["step"] == 10

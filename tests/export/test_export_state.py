@@ -167,7 +167,7 @@ def test_minigrad_never_imports_torch_and_export_names_the_extra():
     import subprocess
     import sys
 
-    code = ("import sys; import minigrad, minigrad.nn, minigrad.models.gpt, minigrad.models.cli; "
+    code = ("import sys; import minigrad, minigrad.nn, minigrad.models.gpt, minigrad.cli; "
             "assert 'torch' not in sys.modules; sys.modules['torch'] = None\n"
             "try:\n    import minigrad.export\nexcept ImportError as e:\n    print(e)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

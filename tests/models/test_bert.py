@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 import minigrad as mg
 import minigrad.nn as nn
+from minigrad.cli import main
 from minigrad.models.bert import BERT, IGNORE, BERTConfig, mask_tokens, truncate_pair
-from minigrad.models.cli import main
 from minigrad.models.data import WordTokenizer
 from minigrad.models.recipes.mlm import BERTRecipe
 from minigrad.models.train import TrainConfig, make_optimizer, read_checkpoint, save_checkpoint

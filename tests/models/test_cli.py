@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad.models import cli
+from minigrad import cli
 from minigrad.models.train import TrainConfig, TrainingInterrupted, read_checkpoint, save_checkpoint, train
 
 

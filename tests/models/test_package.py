@@ -30,3 +30,13 @@ def test_importing_the_package_loads_no_model():
             "print(sorted(m for m in sys.modules if m.startswith('minigrad.models.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_command_line_starts_without_a_model_or_torch():
+    """`minigrad --help` stays quick: the subcommands load their model and the torch engine
+    only when they run."""
+    code = ("import sys, minigrad.cli; "
+            "print(sorted(m for m in sys.modules if m.split('.')[-1] in "
+            "('gpt', 'bert', 'seq2seq', 'vit', 'rnn_seq2seq', 'export') or m == 'torch'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import minigrad as mg
 import minigrad.optim as optim
-from minigrad.models.cli import main
+from minigrad.cli import main
 from minigrad.models.data import SEQ_VOCAB, encode_pairs, make_examples
 from minigrad.models.recipes import recipe_class
 from minigrad.models.recipes.translate_rnn import RNNRecipe

@@ -14,7 +14,7 @@ import pytest
 
 import minigrad.models.recipes.lm as lm
 import minigrad.serialization as serialization
-from minigrad.models import cli
+from minigrad import cli
 from minigrad.models.data import load_text
 from minigrad.models.recipes.lm import GPTRecipe
 from minigrad.models.train import RunExistsError, TrainConfig, read_checkpoint, train

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import minigrad as mg
 import minigrad.optim as optim
-from minigrad.models.cli import main
+from minigrad.cli import main
 from minigrad.models.data import SEQ_VOCAB, encode_pairs, make_examples
 from minigrad.models.recipes import recipe_class
 from minigrad.models.recipes.translate import Seq2SeqRecipe
@@ -195,6 +195,54 @@ def test_length_penalty_favours_longer_outputs(trained):
     long = model.beam_search(src, beam_size=4, length_penalty=2.0)
     length = lambda out: (out != PAD).sum(1)  # noqa: E731
     assert (length(long) >= length(plain)).all()
+
+
+def scripted_model(scripts: list[list[int]]) -> Seq2Seq:
+    """A Seq2Seq whose decoder emits, for source b (the source is the single id b), the tokens
+    scripts[b] and then PAD, each by a margin of 10 nats: what greedy and beam search return
+    is known exactly, including a PAD the model chooses before its EOS."""
+    model = tiny_model(0)
+    V = SEQ_VOCAB.vocab_size
+
+    def encode(src):
+        return mg.tensor(src.data[:, :, None].astype(np.float32)), None  # (R, 1, 1): the example
+
+    def decode(tgt_in, memory, src_mask):
+        R, T = tgt_in.shape
+        logits = np.zeros((R, T, V), np.float32)
+        for r, b in enumerate(memory.data[:, 0, 0].astype(int)):
+            for t in range(T):
+                logits[r, t, scripts[b][t] if t < len(scripts[b]) else PAD] = 10.0
+        return mg.tensor(logits)
+
+    model.encode, model.decode = encode, decode
+    return model
+
+
+TOKENS = st.sampled_from([PAD] + [i for i in range(SEQ_VOCAB.vocab_size) if i not in (PAD, BOS, EOS)])
+
+
+@given(st.lists(st.tuples(st.lists(TOKENS, min_size=1, max_size=6), st.booleans()), min_size=1, max_size=3))
+def test_beam_search_keeps_the_tokens_after_a_pad_as_greedy_does(rows):
+    """A PAD the model emits before its EOS is one of its tokens: beam search trims each batch
+    to the longest row's true length (up to its EOS), as greedy decoding does, and drops
+    nothing after that PAD."""
+    scripts = [tokens + [EOS] if ends else tokens for tokens, ends in rows]
+    model = scripted_model(scripts)
+    src = np.arange(len(scripts))[:, None]  # (B, 1)
+    greedy = model.greedy_decode(src, max_len=8)
+    for b, script in enumerate(scripts):
+        n = min(len(script), 8)
+        assert list(greedy[b, :n]) == script[:n] and (greedy[b, n:] == PAD).all()
+    for beam_size in (1, 3):
+        for penalty in (0.0, 1.0):
+            beam = model.beam_search(src, beam_size=beam_size, max_len=8, length_penalty=penalty)
+            np.testing.assert_array_equal(beam, greedy)
+
+
+def test_beam_search_keeps_a_token_after_a_pad():
+    model = scripted_model([[5, PAD, 7, EOS]])
+    np.testing.assert_array_equal(model.beam_search(np.array([[0]]), beam_size=2), [[5, PAD, 7, EOS]])
 
 
 # --------------------------------------------------------------------------- training

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import minigrad as mg
-from minigrad.models import cli
+from minigrad import cli
 from minigrad.models.recipes import recipe_class
 from minigrad.models.recipes.vision import ViTRecipe
 from minigrad.models.train import TrainConfig, read_checkpoint, train

@@ -1,5 +1,4 @@
-"""The `minigrad` command: train, sample from, evaluate and look inside the models of
-minigrad.models.
+"""The `minigrad` subcommands of the models: train, sample from, evaluate and look inside them.
 
     minigrad train gpt                     # the quick GPT on the standard library's docstrings
     minigrad train vit --preset quick --steps 500
@@ -10,6 +9,9 @@ minigrad.models.
     minigrad graph gpt --depth 2 --out gpt.svg            # the computation graph of one step
     minigrad attention runs/gpt/checkpoint.npz --text "Return the" --out attention.png
     minigrad plot runs/gpt --out curves.png               # loss curves from log.csv
+
+`add_commands(subparsers, engines)` adds them to the `minigrad` command (minigrad/cli.py), which
+passes the engines `train --engine` may use: this package knows only its own, minigrad.
 """
 
 from __future__ import annotations
@@ -18,14 +20,16 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
 
 import minigrad as mg
 
 from . import inspection
 from .recipes import RECIPES, check_preset, recipe_class
 from .train import (
+    Engine,
     RunExistsError,
-    RunLock,
     TrainingInterrupted,
     check_run_folder,
     checkpoint_path,
@@ -33,6 +37,24 @@ from .train import (
     resume_config,
     train,
 )
+
+DEFAULT_ENGINE = "minigrad"
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """An engine `minigrad train --engine NAME` can train with.
+
+    make(nproc, threads) returns the `models.train.Engine` (importing its library only then, so
+    a missing extra raises ImportError there); help says what it is for `--help`; processes:
+    whether it can train over --nproc > 1 processes."""
+
+    make: Callable[[int, int], Engine]
+    help: str = ""
+    processes: bool = False
+
+
+ENGINES = {DEFAULT_ENGINE: EngineChoice(make=lambda nproc, threads: Engine())}
 
 
 def _recipe_from_checkpoint(path: str, expect: str | None = None, load_data: bool = True, need: str = ""):
@@ -63,17 +85,18 @@ def _check_out(out: str, resume: str | None, force: bool) -> None:
         print(f"minigrad: --force: replacing the run in {out} ({e.what})", file=sys.stderr)
 
 
-def cmd_train(args: argparse.Namespace) -> int:
+def cmd_train(args: argparse.Namespace, engines: Mapping[str, EngineChoice]) -> int:
     if args.nproc < 1:
         raise ValueError(f"--nproc must be positive, got {args.nproc}")
-    if args.nproc > 1 and args.engine != "torch":
-        raise ValueError(f"--nproc {args.nproc} needs --engine torch: the minigrad engine trains in "
-                         "one process")
-    if args.engine == "torch":
-        try:  # torch is imported only here, so the command starts fast without it
-            from minigrad.export.distributed import train_distributed
-        except ImportError as e:
-            raise ImportError(f"--engine torch: {e}") from None
+    choice = engines[args.engine]
+    if args.nproc > 1 and not choice.processes:
+        parallel = " or ".join(name for name, c in engines.items() if c.processes)
+        raise ValueError(f"--nproc {args.nproc} needs --engine {parallel}: the {args.engine} engine "
+                         "trains in one process")
+    try:  # an engine imports its library (torch) only here, so the command starts fast without it
+        engine = choice.make(args.nproc, args.threads)
+    except ImportError as e:
+        raise ImportError(f"--engine {args.engine}: {e}") from None
     cls = recipe_class(args.model)
     fixed = [f"--{name}" for name in ("preset", "data", "seed") if getattr(args, name) is not None]
     if args.resume and fixed:  # else they would be silently ignored
@@ -90,7 +113,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         out = args.out or os.path.dirname(args.resume) or "."
         _check_out(out, args.resume, args.force)
         recipe, meta = _recipe_from_checkpoint(args.resume, expect=args.model, need="--resume")
-        recipe.model.train()
         cfg, schedule = resume_config(meta, args.steps, new_schedule=args.new_schedule)
         if cfg.steps <= meta["step"]:
             done = meta["step"]
@@ -105,25 +127,15 @@ def cmd_train(args: argparse.Namespace) -> int:
         what = args.preset
     print(f"{args.model} ({what}): {recipe.model.num_parameters():,} parameters, "
           f"{cfg.steps} steps, batch {cfg.batch_size}; writing to {out}"
-          + (f"; torch engine, {args.nproc} process{'es' * (args.nproc > 1)}"
-             if args.engine == "torch" else ""))
+          + (f"; {args.engine} engine, {args.nproc} process{'es' * (args.nproc > 1)}"
+             if args.engine != DEFAULT_ENGINE else ""))
     for line in (recipe.data_summary(), schedule):
         if line:
             print(line)
     t0 = time.perf_counter()
     try:
-        if args.engine == "torch":
-            with RunLock(out):
-                if args.force and not os.path.samefile(os.path.dirname(os.path.abspath(args.resume or out)),
-                                                       out):
-                    for name in ("checkpoint.npz", "log.csv"):
-                        if os.path.exists(os.path.join(out, name)):
-                            os.unlink(os.path.join(out, name))
-                metrics = train_distributed(recipe, cfg, out, nproc=args.nproc, resume=args.resume,
-                                            progress=not args.quiet, threads=args.threads)
-        else:
-            metrics = train(recipe, cfg, out, resume=args.resume, progress=not args.quiet,
-                            overwrite=args.force)
+        metrics = train(recipe, cfg, out, resume=args.resume, progress=not args.quiet, overwrite=args.force,
+                        engine=engine)
     except TrainingInterrupted as stop:
         print(f"minigrad: {stop}; continue with: minigrad train {args.model} --resume {out}", file=sys.stderr)
         return 130  # the shell's code for "ended by Ctrl-C"
@@ -201,14 +213,12 @@ def _depth(text: str) -> int | None:
     return depth
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="minigrad", description="Train and inspect small transformers.")
-    p.add_argument("--version", action="version", version=f"minigrad {mg.__version__}")
-    p.add_argument("--threads", type=int, default=1,
-                   help="BLAS threads (default 1: faster for these small matrices)")
-    sub = p.add_subparsers(dest="command", required=True)
-
-    t = sub.add_parser("train", help="train a model")
+def add_commands(subparsers: Any, engines: Mapping[str, EngineChoice] | None = None) -> None:
+    """Add train, sample, eval, graph, attention and plot to the `minigrad` command's
+    subparsers. `engines`: the choices of `train --engine`, minigrad (the default) among them
+    (default: this package's `ENGINES`, minigrad alone)."""
+    engines = dict(ENGINES if engines is None else engines)
+    t = subparsers.add_parser("train", help="train a model")
     t.add_argument("model", help=f"one of: {', '.join(RECIPES)}")
     t.add_argument("--preset", help="preset: model size and task (default: the model's own, e.g. quick)")
     t.add_argument("--steps", type=int, help="training steps (default: the preset's)")
@@ -223,14 +233,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "lr rises again) instead of going on at its final lr")
     t.add_argument("--seed", type=int, help="random seed")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
-    t.add_argument("--engine", choices=["minigrad", "torch"], default="minigrad",
-                   help="minigrad (default) or torch: export the model and train it with PyTorch, "
-                   "data-parallel over --nproc processes (needs the torch extra)")
+    t.add_argument("--engine", choices=list(engines), default=DEFAULT_ENGINE,
+                   help=f"{DEFAULT_ENGINE} (default)" + "".join(
+                       f" or {name}: {c.help}" for name, c in engines.items() if name != DEFAULT_ENGINE))
     t.add_argument("--nproc", type=int, default=1,
                    help="processes for --engine torch, each on its share of every batch (default 1)")
-    t.set_defaults(run=cmd_train)
+    t.set_defaults(run=lambda args: cmd_train(args, engines))
 
-    s = sub.add_parser("sample", help="generate text from a checkpoint")
+    s = subparsers.add_parser("sample", help="generate text from a checkpoint")
     s.add_argument("checkpoint")
     s.add_argument("--prompt", default="Return the", help="text to continue")
     s.add_argument("--max-new-tokens", type=int, default=300)
@@ -239,12 +249,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.set_defaults(run=cmd_sample)
 
-    e = sub.add_parser("eval", help="evaluate a checkpoint on held-out data")
+    e = subparsers.add_parser("eval", help="evaluate a checkpoint on held-out data")
     e.add_argument("checkpoint")
     e.add_argument("--batches", type=int)
     e.set_defaults(run=cmd_eval)
 
-    g = sub.add_parser("graph", help="draw the computation graph of one training step")
+    g = subparsers.add_parser("graph", help="draw the computation graph of one training step")
     g.add_argument("model", help=f"one of: {', '.join(RECIPES)}")
     g.add_argument("--depth", type=_depth, default=1,
                    help="module levels to open (0: the model as one box; 'all': every op); default 1")
@@ -255,55 +265,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=0)
     g.set_defaults(run=cmd_graph)
 
-    a = sub.add_parser("attention", help="heatmaps of a checkpoint's attention weights on an input")
+    a = subparsers.add_parser("attention", help="heatmaps of a checkpoint's attention weights on an input")
     a.add_argument("checkpoint")
     a.add_argument("--text", help="the input: text (gpt, bert) or the source sequence (seq2seq, rnn)")
     a.add_argument("--index", type=int, default=0, help="vit: which test image (default 0)")
     a.add_argument("--out", default="attention.png", help="the picture (default attention.png)")
     a.set_defaults(run=cmd_attention)
 
-    pl = sub.add_parser("plot", help="plot the loss curves of a training run")
+    pl = subparsers.add_parser("plot", help="plot the loss curves of a training run")
     pl.add_argument("run_dir", help="the run's folder (holding log.csv) or the log.csv itself")
     pl.add_argument("--out", help="the picture (default RUN_DIR/training.png)")
     pl.set_defaults(run=cmd_plot)
-
-    from minigrad.exercises import cli as exercise_cli  # the exercises use nn, like the models
-
-    exercise_cli.add_parser(sub)
-    return p
-
-
-def _check_counts(args: argparse.Namespace) -> None:
-    """Counts must be positive; checked before anything is built or written."""
-    for name in ("steps", "max_new_tokens", "batches", "top_k", "batch_size"):
-        value = getattr(args, name, None)
-        if value is not None and value < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be positive, got {value}")
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        _check_counts(args)
-        mg.set_num_threads(args.threads)
-        code = args.run(args)
-        sys.stdout.flush()  # so a closed pipe shows up here, not at exit
-        return code
-    except BrokenPipeError:  # the output went to a program that has quit (`minigrad ... | head`)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
-        return 1
-    except (ValueError, FileNotFoundError, ImportError, OSError) as e:
-        print(f"minigrad: error: {_one_line(e)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # Ctrl-C outside the training loop (loading data, sampling...)
-        print("minigrad: interrupted", file=sys.stderr)
-        return 130
-
-
-def _one_line(e: BaseException) -> str:
-    # A FileNotFoundError from open() prints as "[Errno 2] ...: 'path'"; keep messages on one line.
-    return " ".join(str(e).split())
-
-
-if __name__ == "__main__":
-    sys.exit(main())

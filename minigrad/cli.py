@@ -1,0 +1,87 @@
+"""The `minigrad` command: the one module that knows every subcommand.
+
+    minigrad train gpt                     # models: train, sample, eval, graph, attention, plot
+    minigrad exercise check softmax_backward              # exercises: list, start, check
+    minigrad train gpt --engine torch --nproc 2           # export: the torch engine (torch extra)
+
+It sits above every package it dispatches to: each contributes its own subcommands
+(`minigrad.models.commands.add_commands`, `minigrad.exercises.cli.add_commands`), and this
+module wires them together, giving the models' `train` the engines it knows (the torch one from
+`minigrad.export`, imported only when asked for). It also holds what every subcommand shares:
+`--threads`, `--version`, the checks of counts and the one-line errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import minigrad as mg
+from minigrad.exercises import cli as exercises
+from minigrad.models import commands as models
+from minigrad.models.train import Engine
+
+
+def torch_engine(nproc: int, threads: int) -> Engine:
+    """The torch engine of minigrad.export; torch is imported here, when it is asked for, so the
+    command starts fast without it (and says which extra to install when it is missing)."""
+    from minigrad.export.distributed import TorchEngine
+
+    return TorchEngine(nproc=nproc, threads=threads)
+
+
+ENGINES = {
+    **models.ENGINES,
+    "torch": models.EngineChoice(
+        make=torch_engine, processes=True,
+        help="export the model and train it with PyTorch, data-parallel over --nproc processes "
+             "(needs the torch extra)"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="minigrad", description="Train and inspect small transformers.")
+    p.add_argument("--version", action="version", version=f"minigrad {mg.__version__}")
+    p.add_argument("--threads", type=int, default=1,
+                   help="BLAS threads (default 1: faster for these small matrices)")
+    sub = p.add_subparsers(dest="command", required=True)
+    models.add_commands(sub, engines=ENGINES)
+    exercises.add_commands(sub)
+    return p
+
+
+def _check_counts(args: argparse.Namespace) -> None:
+    """Counts must be positive; checked before anything is built or written."""
+    for name in ("steps", "max_new_tokens", "batches", "top_k", "batch_size"):
+        value = getattr(args, name, None)
+        if value is not None and value < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be positive, got {value}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        _check_counts(args)
+        mg.set_num_threads(args.threads)
+        code = args.run(args)
+        sys.stdout.flush()  # so a closed pipe shows up here, not at exit
+        return code
+    except BrokenPipeError:  # the output went to a program that has quit (`minigrad ... | head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 1
+    except (ValueError, FileNotFoundError, ImportError, OSError) as e:
+        print(f"minigrad: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # Ctrl-C outside the training loop (loading data, sampling...)
+        print("minigrad: interrupted", file=sys.stderr)
+        return 130
+
+
+def _one_line(e: BaseException) -> str:
+    # A FileNotFoundError from open() prints as "[Errno 2] ...: 'path'"; keep messages on one line.
+    return " ".join(str(e).split())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""The layer rule of CONTRIBUTING.md, read off every module's imports: core (`minigrad`) <- `nn`
+<- `models` <- `exercises`, `export` <- the command line. No module imports a package above its
+own, and none imports a private (`_name`) from another package."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Each source folder, the package it installs as, and its layer (higher may import lower).
+PACKAGES = {
+    "minigrad": ("minigrad", 0),
+    "nn": ("minigrad.nn", 1),
+    "models": ("minigrad.models", 2),
+    "exercises": ("minigrad.exercises", 3),
+    "export": ("minigrad.export", 3),
+}
+CLI = ("minigrad.cli", 4)  # the command line: above every package it dispatches to
+CLI_MODULES = ("minigrad.cli", "minigrad.__main__")  # `python -m minigrad` is the command line too
+
+
+def _package_of(module: str) -> tuple[str, int]:
+    """The package (and its layer) that a dotted module name belongs to."""
+    if any(module == name or module.startswith(name + ".") for name in CLI_MODULES):
+        return CLI
+    best = ("minigrad", 0)
+    for name, layer in PACKAGES.values():
+        if (module == name or module.startswith(name + ".")) and len(name) > len(best[0]):
+            best = (name, layer)
+    return best
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[0] != "minigrad":
+        parts = list(PACKAGES[parts[0]][0].split(".")) + parts[1:]
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _sources() -> list[Path]:
+    files = []
+    for folder in PACKAGES:
+        files += [p for p in sorted((ROOT / folder).rglob("*.py")) if "stubs" not in p.parts]
+    return files
+
+
+def _imports(path: Path, module: str) -> list[tuple[int, str, list[str]]]:
+    """(line, absolute module, imported names) for every import in the file, nested ones too."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.append((node.lineno, target, [alias.name for alias in node.names]))
+    return found
+
+
+def _violations(path: Path, module: str, shown: str) -> list[str]:
+    """What breaks the rule in one file, which installs as `module`."""
+    out = []
+    here, layer = _package_of(module)
+    for line, target, names in _imports(path, module):
+        if not (target == "minigrad" or target.startswith("minigrad.")):
+            continue
+        there, their_layer = _package_of(target)
+        where = f"{shown}:{line}"
+        if their_layer > layer:
+            out.append(f"{where}: {here} imports {target}, a layer above it")
+        if there != here:
+            private = [n for n in names if n.startswith("_") and n != "__version__"]
+            private += [p for p in target.split(".") if p.startswith("_")]
+            if private:
+                out.append(f"{where}: {here} imports private {private} from {target}")
+    return out
+
+
+def test_imports_flow_one_way_and_stay_public():
+    violations = [v for path in _sources()
+                  for v in _violations(path, _module_name(path), str(path.relative_to(ROOT)))]
+    assert not violations, "layer rule broken (see CONTRIBUTING.md):\n" + "\n".join(violations)
+
+
+@pytest.mark.parametrize("module, package", [
+    ("minigrad.nn.functional", "minigrad.nn"), ("minigrad.models.recipes.lm", "minigrad.models"),
+    ("minigrad.viz.graph", "minigrad"), ("minigrad.cli", "minigrad.cli"),
+    ("minigrad.__main__", "minigrad.cli"),
+])
+def test_modules_are_placed_in_their_package(module, package):
+    assert _package_of(module)[0] == package
+
+
+def test_the_checker_sees_an_upward_and_a_private_import(tmp_path):
+    """The rule itself: a planted upward import and a private cross-package import are found,
+    and a relative import inside the package is not."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("from minigrad.models import GPT\nfrom minigrad.viz._names import x\n"
+                     "from ._erf import erf\nfrom minigrad import Tensor\n")
+    found = _violations(probe, "minigrad.nn.probe", "probe.py")
+    assert len(found) == 2
+    assert "probe.py:1" in found[0] and "a layer above" in found[0]
+    assert "probe.py:2" in found[1] and "private" in found[1]
