@@ -15,13 +15,15 @@ import numpy as np
 import torch
 import torch.nn.functional as TF
 
+import minigrad.nn.activations as activations
 import minigrad.nn.fused_attention as fa
 import minigrad.nn.kernels as kernels
+import minigrad.nn.losses as losses
 import minigrad.nn.packed_attention as packed
 import minigrad.nn.tiled_attention as tiled
 from minigrad.autograd import Function
 from minigrad.ops import elementwise as ew
-from minigrad.ops import linalg, reduce, shape
+from minigrad.ops import linalg, pointwise, reduce, rounding, shape
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -206,6 +208,30 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     ew.Clip: _clamp,
     ew.Where: lambda cond, a, b: torch.where(cond.bool(), a, b),
     ew.MaskedFill: _masked_fill,
+    # pointwise math (integers never reach these: the Tensor methods convert them to float first)
+    pointwise.Sin: torch.sin,
+    pointwise.Cos: torch.cos,
+    pointwise.Tan: torch.tan,
+    pointwise.Asin: torch.asin,
+    pointwise.Acos: torch.acos,
+    pointwise.Atan: torch.atan,
+    pointwise.Sinh: torch.sinh,
+    pointwise.Cosh: torch.cosh,
+    pointwise.Expm1: torch.expm1,
+    pointwise.Log1p: torch.log1p,
+    pointwise.Log2: torch.log2,
+    pointwise.Log10: torch.log10,
+    pointwise.Erf: torch.erf,
+    pointwise.Atan2: torch.atan2,
+    pointwise.Hypot: torch.hypot,
+    pointwise.LogAddExp: torch.logaddexp,
+    rounding.Sign: torch.sign,
+    rounding.Floor: torch.floor,
+    rounding.Ceil: torch.ceil,
+    rounding.Round: lambda x, *, decimals=0: torch.round(x, decimals=decimals),
+    rounding.Trunc: torch.trunc,
+    rounding.Remainder: torch.remainder,
+    rounding.Fmod: torch.fmod,
     # linear algebra and casts
     linalg.MatMul: torch.matmul,
     linalg.Cast: lambda x, *, dtype: x.to(torch_dtype(dtype)),
@@ -236,6 +262,9 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     fa.Attention: _attention,
     tiled.TiledAttention: _tiled_attention,
     packed.PackedAttention: _packed_attention,
+    activations.Softplus: lambda x, *, beta=1.0, threshold=20.0: TF.softplus(x, beta, threshold),
+    activations.ELU: lambda x, *, alpha=1.0: TF.elu(x, alpha),
+    losses.BinaryCrossEntropy: lambda p, y: TF.binary_cross_entropy(p, y, reduction="none"),
 }
 
 # Ops whose torch twin draws random numbers and must know whether the module is training.

@@ -1,8 +1,8 @@
 """The Tensor: one numpy array, its gradient, and the node of the graph that made it.
 
-Every method is written out (no attributes attached at import time): here, and in the two
-base classes of tensor_math.py and tensor_shape.py. Each hands the math to an op in
-`minigrad.ops`, where forward and backward sit side by side.
+Every method is written out (no attributes attached at import time): here, and in the base
+classes of tensor_math.py, tensor_pointwise.py and tensor_shape.py. Each hands the math to an
+op in `minigrad.ops`, where forward and backward sit side by side.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from .ops.elementwise import (
 from .ops.linalg import Cast, MatMul
 from .ops.promotion import result_type, scalar_dtype
 from .tensor_math import MathMethods
+from .tensor_pointwise import PointwiseMethods
 from .tensor_shape import ShapeMethods
 
 # bool < integer < float < complex: an in-place result may not move up this order.
@@ -49,7 +50,7 @@ def to_array(data: Any, dtype: Any = None) -> np.ndarray:
     return arr
 
 
-class Tensor(MathMethods, ShapeMethods):
+class Tensor(MathMethods, PointwiseMethods, ShapeMethods):
     """An n-dimensional array that records how it was computed, for reverse-mode autodiff.
 
     Attributes:
@@ -423,12 +424,6 @@ class Tensor(MathMethods, ShapeMethods):
 
     def __or__(self, other: Any) -> Tensor:
         return self._compare(other, np.logical_or)
-
-    def all(self) -> Tensor:
-        return Tensor._make(np.asarray(self.data.all()), None)
-
-    def any(self) -> Tensor:
-        return Tensor._make(np.asarray(self.data.any()), None)
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         return Tensor._make(np.asarray(np.argmax(self.data, axis=dim, keepdims=keepdim)), None)

@@ -10,8 +10,41 @@ from .attention import (
     padding_mask,
 )
 from .attention_maps import AttentionMaps, AttentionRecord, record_attention
-from .layers import GELU, Dropout, Embedding, Identity, LayerNorm, Linear, ReLU, Sigmoid, Softmax, Tanh
-from .module import Module, ModuleList, Parameter, Sequential, evaluating
+from .layers import (
+    ELU,
+    GELU,
+    Dropout,
+    Embedding,
+    Flatten,
+    Hardtanh,
+    Identity,
+    LayerNorm,
+    LeakyReLU,
+    Linear,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softmin,
+    Softplus,
+    Tanh,
+    Unflatten,
+)
+from .losses import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
+from .module import Module, ModuleDict, ModuleList, Parameter, Sequential, evaluating
 from .packed_attention import KVCache
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .recurrent import GRUCell, RNNCell
@@ -29,6 +62,12 @@ __all__ = [
     "SinusoidalPositionalEncoding", "Softmax", "Tanh", "TransformerDecoder", "TransformerDecoderLayer",
     "TransformerEncoder", "TransformerEncoderLayer", "causal_mask", "evaluating", "functional", "init",
     "masked_softmax", "padding_mask", "record_attention",
+    # activations and losses
+    "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "ELU", "Hardtanh", "HuberLoss", "KLDivLoss", "L1Loss",
+    "LeakyReLU", "LogSigmoid", "LogSoftmax", "MSELoss", "Mish", "NLLLoss", "SiLU", "SmoothL1Loss", "Softmin",
+    "Softplus",
+    # containers and shape
+    "Flatten", "ModuleDict", "Unflatten",
 ]
 
 attention_drawing.register_attention_drawings()  # draw_graph(expand_fused=True) draws attention as its steps

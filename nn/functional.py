@@ -22,6 +22,12 @@ __all__ = [
     "attention_reference", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear",
     "log_softmax", "mse_loss", "nll_loss", "packed_self_attention", "relu", "scaled_dot_product_attention",
     "sigmoid", "softmax", "tanh", "tiled_attention",
+    # activations.py
+    "cosine_similarity", "elu", "hardtanh", "leaky_relu", "logsigmoid", "mish", "normalize", "one_hot",
+    "silu", "softmin", "softplus",
+    # losses.py
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "huber_loss", "kl_div", "l1_loss",
+    "smooth_l1_loss",
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -183,7 +189,7 @@ def _check_targets(fn: str, logits: Tensor, target: Any, ignore_index: int) -> n
 
 
 def cross_entropy(logits: Tensor, target: Any, ignore_index: int = -100, reduction: str = "mean",
-                  label_smoothing: float = 0.0) -> Tensor:
+                  label_smoothing: float = 0.0, *, weight: Tensor | None = None) -> Tensor:
     """Softmax cross entropy of `logits` against class ids, fused (see kernels.CrossEntropy).
 
     Unlike PyTorch, the class dimension is always the last one, for any number of leading
@@ -192,8 +198,12 @@ def cross_entropy(logits: Tensor, target: Any, ignore_index: int = -100, reducti
     reduction="mean" they are left out of the average; if every row is ignored the result
     is 0.0 (PyTorch gives nan), so a batch of padding only does not poison training.
 
+    `weight` (C,) weighs each class, as in PyTorch: row i's loss is multiplied by w[t_i] (the
+    smoothing term by each class's own weight), and "mean" divides by sum_i w[t_i] instead of
+    the row count. With weights the loss is composed from Tensor ops (see `_weighted_nll`).
+
     Shape:
-        logits: (*, C); target: (*), integer ids in [0, C) or ignore_index;
+        logits: (*, C); target: (*), integer ids in [0, C) or ignore_index; weight: (C,);
         output: () for "mean" and "sum", (*) for "none".
     """
     _check_reduction("cross_entropy", reduction)
@@ -205,6 +215,10 @@ def cross_entropy(logits: Tensor, target: Any, ignore_index: int = -100, reducti
         x, t_kept = logits, t
     else:  # only the kept rows reach the kernel: log-softmax of an all -inf row would be nan
         x, t_kept = logits.reshape(-1, logits.shape[-1])[keep.reshape(-1)], t[keep]  # (K, C), (K,)
+    if weight is not None:
+        w = _class_weight("cross_entropy", weight, logits)
+        logp = LogSoftmax.apply(x.reshape(-1, x.shape[-1]), dim=-1)  # (K, C)
+        return _weighted_nll(logp, t_kept.reshape(-1), keep, w, reduction, float(label_smoothing))
     loss = kernels.CrossEntropy.apply(
         x, Tensor._make(t_kept, None), ignore_index=ignore_index, reduction=reduction,
         label_smoothing=float(label_smoothing),
@@ -213,12 +227,14 @@ def cross_entropy(logits: Tensor, target: Any, ignore_index: int = -100, reducti
 
 
 def nll_loss(log_probs: Tensor, target: Any, ignore_index: int = -100,
-             reduction: str = "mean") -> Tensor:
+             reduction: str = "mean", *, weight: Tensor | None = None) -> Tensor:
     """Negative log likelihood: -log_probs[..., target], for log-probabilities (e.g. from
-    `log_softmax`); ignored rows are never read, as in `cross_entropy`.
+    `log_softmax`); ignored rows are never read, and `weight` (C,) weighs the classes, as in
+    `cross_entropy`.
 
     Shape:
-        log_probs: (*, C); target: (*); output: () for "mean" and "sum", (*) for "none".
+        log_probs: (*, C); target: (*); weight: (C,); output: () for "mean" and "sum", (*) for
+        "none".
     """
     _check_reduction("nll_loss", reduction)
     t = _check_targets("nll_loss", log_probs, target, ignore_index)
@@ -227,11 +243,37 @@ def nll_loss(log_probs: Tensor, target: Any, ignore_index: int = -100,
     t_kept = t.reshape(-1)
     if not keep.all():  # pick from the kept rows only (0 * -inf would be nan)
         rows, t_kept = rows[keep.reshape(-1)], t[keep]  # (K, C), (K,)
+    if weight is not None:
+        return _weighted_nll(rows, t_kept, keep, _class_weight("nll_loss", weight, log_probs), reduction, 0.0)
     loss = -rows[np.arange(t_kept.size), t_kept]  # (K,)
     if reduction == "none":
         return _put_back(loss, keep)
     total = loss.sum()
     return total if reduction == "sum" else total / max(t_kept.size, 1)
+
+
+def _class_weight(fn: str, weight: Any, logits: Tensor) -> Tensor:
+    """The class weights as a (C,) Tensor, or an error naming fn and the shapes."""
+    _need_tensor(fn, "weight", weight)
+    if weight.shape != logits.shape[-1:]:
+        raise ValueError(f"{fn}: weight has shape {weight.shape} but the input's {logits.shape[-1]} "
+                         f"classes need ({logits.shape[-1]},): one weight per class")
+    return weight
+
+
+def _weighted_nll(logp: Tensor, t: np.ndarray, keep: np.ndarray, w: Tensor, reduction: str,
+                  smoothing: float) -> Tensor:
+    """PyTorch's class-weighted loss of kept rows, from log-probabilities logp (K, C):
+        loss_i = (1 - s) * w[t_i] * -logp[i, t_i] + s / C * sum_c w[c] * -logp[i, c]
+    "mean" divides the sum by sum_i w[t_i]; "none" puts each row back in place (0 if ignored)."""
+    picked = -logp[np.arange(t.size), t] * w[t]  # (K,)
+    if smoothing:
+        picked = (1 - smoothing) * picked - (logp * w).sum(-1) * (smoothing / logp.shape[-1])
+    loss = picked
+    if reduction == "none":
+        return _put_back(loss, keep)
+    total = loss.sum()
+    return total if reduction == "sum" else total / w[t].sum()
 
 
 def _put_back(loss: Tensor, keep: np.ndarray) -> Tensor:
@@ -305,9 +347,30 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     return kernels.Dropout.apply(x, p=p)
 
 
+from .activations import (  # noqa: E402, F401
+    cosine_similarity,
+    elu,
+    hardtanh,
+    leaky_relu,
+    logsigmoid,
+    mish,
+    normalize,
+    one_hot,
+    silu,
+    softmin,
+    softplus,
+)
 from .functional_attention import (  # noqa: E402, F401
     attention_reference,
     packed_self_attention,
     scaled_dot_product_attention,
     tiled_attention,
+)
+from .losses import (  # noqa: E402, F401
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    smooth_l1_loss,
 )

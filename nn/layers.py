@@ -247,6 +247,141 @@ class Softmax(Module):
         return f"dim={self.dim}"
 
 
+class _Activation(Module):
+    """The activations below. Shape: Input any shape (*), Output the same shape."""
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if k != "training")
+
+
+class LeakyReLU(_Activation):
+    """x for x > 0, negative_slope * x otherwise: `F.leaky_relu`."""
+
+    def __init__(self, negative_slope: float = 0.01):
+        self.negative_slope = negative_slope
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.leaky_relu(x, self.negative_slope)
+
+
+class ELU(_Activation):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise: `F.elu`."""
+
+    def __init__(self, alpha: float = 1.0):
+        self.alpha = alpha
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.elu(x, self.alpha)
+
+
+class SiLU(_Activation):
+    """x * sigmoid(x): `F.silu`."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.silu(x)
+
+
+class Softplus(_Activation):
+    """log(1 + exp(beta * x)) / beta, x above the threshold: `F.softplus`."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softplus(x, self.beta, self.threshold)
+
+
+class Mish(_Activation):
+    """x * tanh(softplus(x)): `F.mish`."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.mish(x)
+
+
+class Hardtanh(_Activation):
+    """x clipped to [min_val, max_val]: `F.hardtanh`."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0):
+        if min_val > max_val:
+            raise ValueError(f"Hardtanh: min_val {min_val} must not exceed max_val {max_val}")
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.hardtanh(x, self.min_val, self.max_val)
+
+
+class LogSigmoid(_Activation):
+    """log(sigmoid(x)), exact for any x: `F.logsigmoid`."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.logsigmoid(x)
+
+
+class Softmin(_Activation):
+    """softmax(-x) along dim: `F.softmin`."""
+
+    def __init__(self, dim: int = -1):
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softmin(x, self.dim)
+
+
+class LogSoftmax(_Activation):
+    """log(softmax(x)) along dim, computed as x - logsumexp(x): `F.log_softmax`."""
+
+    def __init__(self, dim: int = -1):
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.log_softmax(x, self.dim)
+
+
+# ----------------------------------------------------------------------------- shape
+
+
+class Flatten(Module):
+    """Merge the axes start_dim..end_dim into one (by default all but the batch axis).
+
+    Shape:
+        - Input: (*, S_start, ..., S_end, *)
+        - Output: (*, S_start * ... * S_end, *)
+    """
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Split axis `dim` into `unflattened_size` (one entry may be -1), Flatten's inverse.
+
+    Shape:
+        - Input: (*, S_dim, *), S_dim the product of unflattened_size
+        - Output: (*, U_1, ..., U_n, *)
+    """
+
+    def __init__(self, dim: int, unflattened_size: Sequence[int]):
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, x: Tensor) -> Tensor:
+        d, sizes = (self.dim + x.ndim if self.dim < 0 else self.dim), self.unflattened_size
+        known = math.prod(s for s in sizes if s != -1)
+        if not 0 <= d < x.ndim or sizes.count(-1) > 1 or (
+                x.shape[d] != known if -1 not in sizes else known == 0 or x.shape[d] % known):
+            raise ValueError(f"Unflatten: cannot split axis {self.dim} of an input of shape {x.shape} "
+                             f"into {sizes} (their product must equal that axis' size; at most one -1)")
+        return x.reshape(x.shape[:d] + sizes + x.shape[d + 1:])
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
 class Identity(Module):
     """Returns its input unchanged (a placeholder, e.g. for an optional layer); any
     constructor arguments are ignored, as in PyTorch.

@@ -228,6 +228,67 @@ class ModuleList(Module):
         return iter(self.items)
 
 
+class ModuleDict(Module):
+    """Modules by name, in insertion order, as in PyTorch: `d["enc"]`, `d.items()`; the
+    state dict names them `enc.weight`, .... A plain dict attribute works as well."""
+
+    def __init__(self, modules: Any = None):
+        self.entries: dict[str, Module] = {}
+        if modules is not None:
+            self.update(modules)
+
+    def _members(self) -> Iterator[tuple[str, Any]]:
+        for key, m in self.entries.items():
+            yield from _walk(key, m)
+
+    def __getitem__(self, key: str) -> Module:
+        try:
+            return self.entries[key]
+        except KeyError:
+            raise KeyError(f"ModuleDict has no module {key!r}; it has {list(self.entries)}") from None
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        if not isinstance(key, str) or "." in key or not key:
+            raise KeyError(f"ModuleDict: a key must be a non-empty string without '.', not {key!r} "
+                           "(a dot would split the state dict name)")
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleDict: {key!r} must be a Module, not a {type(module).__name__}")
+        self.entries[key] = module
+
+    def __delitem__(self, key: str) -> None:
+        del self.entries[key]
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.entries
+
+    def keys(self) -> Any:
+        return self.entries.keys()
+
+    def values(self) -> Any:
+        return self.entries.values()
+
+    def items(self) -> Any:
+        return self.entries.items()
+
+    def pop(self, key: str) -> Module:
+        return self.entries.pop(key)
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+    def update(self, modules: Any) -> None:
+        """Add (name, module) pairs from a mapping or an iterable of pairs."""
+        pairs = modules.items() if isinstance(modules, Mapping) else modules
+        for key, module in pairs:
+            self[key] = module
+
+
 @contextmanager
 def evaluating(model: Module) -> Iterator[Module]:
     """Put `model` (and every module below it) in eval mode for the block, then give each

@@ -1,10 +1,13 @@
 """The differentiable ops, one `Function` subclass each, grouped by kind.
 
     elementwise.py   arithmetic, unary math, maximum/minimum, clip, where, masked_fill
+    pointwise.py     trigonometry, exp2/expm1/log2/log10/log1p, erf, atan2, hypot, logaddexp
+    rounding.py      sign, floor, ceil, round, trunc (gradient 0), remainder, fmod
     reduce.py        sum, mean, max/min, var/std, logsumexp, softmax, log_softmax
     shape.py         reshape, permute, expand, indexing, cat, stack
     linalg.py        matmul, cast
     promotion.py     the one dtype rule for mixed operands
+    erf.py           the erf kernel for numpy arrays (numpy has none)
 
 The needs_input_grad rule, held by every op here (tests/core/test_needs_input_grad.py):
 backward returns None for an input whose `ctx.needs_input_grad` entry is False, unless that

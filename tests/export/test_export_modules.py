@@ -58,6 +58,10 @@ def attention_pair(model, q, k, v, keep):
     return model(q, k, v, mask=keep)
 
 
+def x3_pair(r, B):
+    return x3(r, B) + x3(r, B)
+
+
 def rnn_no_state(model, x):
     return model(x)
 
@@ -78,6 +82,31 @@ MODULES = [
     pytest.param(lambda: nn.Sigmoid(), None, x3, id="Sigmoid"),
     pytest.param(lambda: nn.Softmax(dim=1), None, x3, id="Softmax"),
     pytest.param(lambda: nn.Identity(), None, x3, id="Identity"),
+    pytest.param(lambda: nn.Flatten(), None, x3, id="Flatten"),
+    pytest.param(lambda: nn.Sequential(nn.Flatten(), nn.Unflatten(1, (2, -1))), None, x3, id="Unflatten"),
+    pytest.param(lambda: nn.LeakyReLU(0.2), None, x3, id="LeakyReLU"),
+    pytest.param(lambda: nn.ELU(0.5), None, x3, id="ELU"),
+    pytest.param(lambda: nn.SiLU(), None, x3, id="SiLU"),
+    pytest.param(lambda: nn.Softplus(beta=2.0, threshold=1.0), None, x3, id="Softplus"),
+    pytest.param(lambda: nn.Mish(), None, x3, id="Mish"),
+    pytest.param(lambda: nn.Hardtanh(-0.5, 1.0), None, x3, id="Hardtanh"),
+    pytest.param(lambda: nn.LogSigmoid(), None, x3, id="LogSigmoid"),
+    pytest.param(lambda: nn.Softmin(dim=1), None, x3, id="Softmin"),
+    pytest.param(lambda: nn.LogSoftmax(dim=-1), None, x3, id="LogSoftmax"),
+    pytest.param(lambda: nn.CrossEntropyLoss(label_smoothing=0.1), None,
+                 lambda r, B: (r.standard_normal((B, 5)), r.integers(0, 5, (B,))), id="CrossEntropyLoss"),
+    pytest.param(lambda: nn.NLLLoss(reduction="sum"), None,
+                 lambda r, B: (r.standard_normal((B, 5)), r.integers(0, 5, (B,))), id="NLLLoss"),
+    pytest.param(lambda: nn.MSELoss(), None, x3_pair, id="MSELoss"),
+    pytest.param(lambda: nn.L1Loss(reduction="none"), None, x3_pair, id="L1Loss"),
+    pytest.param(lambda: nn.SmoothL1Loss(beta=0.5), None, x3_pair, id="SmoothL1Loss"),
+    pytest.param(lambda: nn.HuberLoss(delta=0.5), None, x3_pair, id="HuberLoss"),
+    pytest.param(lambda: nn.BCELoss(), None,
+                 lambda r, B: (r.uniform(0.05, 0.95, (B, 4)), r.uniform(0, 1, (B, 4))), id="BCELoss"),
+    pytest.param(lambda: nn.BCEWithLogitsLoss(pos_weight=mg.tensor([1.0, 2.0, 0.5, 3.0])), None,
+                 lambda r, B: (r.standard_normal((B, 4)), r.uniform(0, 1, (B, 4))), id="BCEWithLogitsLoss"),
+    pytest.param(lambda: nn.KLDivLoss(reduction="batchmean"), None,
+                 lambda r, B: (r.standard_normal((B, 4)), r.uniform(0.1, 1, (B, 4))), id="KLDivLoss"),
     pytest.param(lambda: nn.Sequential(nn.Linear(8, 6), nn.ReLU(), nn.Linear(6, 3)), None, x3,
                  id="Sequential"),
     pytest.param(lambda: nn.MultiheadAttention(8, 2), self_attention,
@@ -162,10 +191,11 @@ def test_module_outputs_and_gradients_equal_minigrad(make, fn, inputs, dtype, to
 
 
 def test_every_nn_module_is_in_the_table():
-    """A new layer in minigrad.nn must be added to MODULES (ModuleList has no forward)."""
+    """A new layer in minigrad.nn must be added to MODULES (ModuleList and ModuleDict have no forward)."""
     tested = {p.id.split("-")[0] for p in MODULES}
     layers = {name for name in dir(nn) if isinstance(getattr(nn, name), type)
-              and issubclass(getattr(nn, name), nn.Module) and name not in ("Module", "ModuleList")}
+              and issubclass(getattr(nn, name), nn.Module)
+              and name not in ("Module", "ModuleList", "ModuleDict")}
     assert layers - tested == set()
 
 

@@ -1,0 +1,142 @@
+"""The integer-valued pointwise ops: sign, floor, ceil, round, trunc (piecewise constant, so
+their gradient is 0, as in PyTorch), and remainder and fmod (whose gradient in the divisor is
+the integer quotient).
+
+Each docstring gives the forward and the gradient; `g` is the upstream gradient. `frac` is the
+composition x - trunc(x), in tensor_pointwise.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function
+from .promotion import promote
+
+# ----------------------------------------------------------------------------- rounding (gradient 0)
+
+
+def _kept(x: np.ndarray) -> bool:
+    """Integers and bools are already whole: the rounding ops return them unchanged (numpy's
+    floor would make int64 float64; PyTorch keeps the dtype)."""
+    return x.dtype.kind in "iub"
+
+
+class Sign(Function):
+    """z = [x > 0] - [x < 0] in {-1, 0, 1}; sign(nan) = 0, as in PyTorch (numpy: nan)     dx = 0"""
+
+    @staticmethod
+    def forward(ctx, x):
+        if x.dtype.kind == "b":
+            return x.copy()
+        return np.subtract(x > 0, x < 0, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.zeros_like(g)
+
+
+class Floor(Function):
+    """z = floor(x)      dx = 0"""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.copy() if _kept(x) else np.floor(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.zeros_like(g)
+
+
+class Ceil(Function):
+    """z = ceil(x)       dx = 0"""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.copy() if _kept(x) else np.ceil(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.zeros_like(g)
+
+
+class Round(Function):
+    """z = x rounded to `decimals` places, halves to even (round(2.5) = 2, as PyTorch)     dx = 0"""
+
+    @staticmethod
+    def forward(ctx, x, *, decimals=0):
+        if _kept(x) and decimals >= 0:
+            return x.copy()
+        return np.round(x, decimals)
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.zeros_like(g)
+
+
+class Trunc(Function):
+    """z = x rounded toward 0       dx = 0"""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.copy() if _kept(x) else np.trunc(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.zeros_like(g)
+
+
+
+# ----------------------------------------------------------------------------- remainders
+
+
+def _no_integer_zero(a: np.ndarray, b: np.ndarray, op: str) -> None:
+    if a.dtype.kind in "iub" and not np.all(b):
+        raise ZeroDivisionError(f"{op}: an integer divisor is 0 (at {int((b == 0).sum())} place(s)); "
+                                "PyTorch raises here too: mask the zeros out or use a float divisor")
+
+
+class Remainder(Function):
+    """z = a - floor(a / b) * b, the sign of b (Python's %, torch.remainder)
+    da = g,   db = -g * floor(a / b)
+    """
+
+    @staticmethod
+    def forward(ctx, a, b):
+        if a.dtype is not b.dtype:
+            a, b = promote(a, b)
+        _no_integer_zero(a, b, "remainder")
+        ctx.save_for_backward(a, b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.mod(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved
+        if not ctx.needs_input_grad[1]:
+            return g, None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return g, -g * np.floor_divide(a, b)
+
+
+class Fmod(Function):
+    """z = a - trunc(a / b) * b, the sign of a (C's fmod, torch.fmod)
+    da = g,   db = -g * trunc(a / b)
+    """
+
+    @staticmethod
+    def forward(ctx, a, b):
+        if a.dtype is not b.dtype:
+            a, b = promote(a, b)
+        _no_integer_zero(a, b, "fmod")
+        ctx.save_for_backward(a, b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.fmod(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved
+        if not ctx.needs_input_grad[1]:
+            return g, None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return g, -g * np.trunc(a / b)

@@ -1,0 +1,252 @@
+"""Tensor methods with PyTorch's names for pointwise math, comparisons and logic.
+
+They live in a base class of Tensor, `PointwiseMethods`, only to keep tensor.py short; every
+one is written out here. The differentiable ones hand the work to an op in
+`minigrad.ops.pointwise` or `minigrad.ops.rounding`, or are one-line compositions of existing
+ops; comparisons and logic give bool tensors outside the graph, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .ops.elementwise import Where
+from .ops.pointwise import (
+    Acos,
+    Asin,
+    Atan,
+    Atan2,
+    Cos,
+    Cosh,
+    Erf,
+    Expm1,
+    Hypot,
+    Log1p,
+    Log2,
+    Log10,
+    LogAddExp,
+    Sin,
+    Sinh,
+    Tan,
+)
+from .ops.reduce import normalize_dims
+from .ops.rounding import Ceil, Floor, Fmod, Remainder, Round, Sign, Trunc
+from .tensor_shape import Dim
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+
+def _array(x: Any) -> Any:
+    return getattr(x, "data", x)
+
+
+class PointwiseMethods:
+    """The pointwise, comparison and logic methods of Tensor (see tensor.py for the rest)."""
+
+    __slots__ = ()
+    shape: tuple[int, ...]
+
+    # ------------------------------------------------------------------ trigonometry
+
+    def sin(self) -> Tensor:
+        return Sin.apply(self._floating())
+
+    def cos(self) -> Tensor:
+        return Cos.apply(self._floating())
+
+    def tan(self) -> Tensor:
+        return Tan.apply(self._floating())
+
+    def asin(self) -> Tensor:
+        return Asin.apply(self._floating())
+
+    def acos(self) -> Tensor:
+        return Acos.apply(self._floating())
+
+    def atan(self) -> Tensor:
+        return Atan.apply(self._floating())
+
+    def atan2(self, other: Any) -> Tensor:
+        """The angle of the point (other, self), in (-pi, pi]."""
+        return self._binary(Atan2, self, self._other(other))
+
+    arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
+
+    def sinh(self) -> Tensor:
+        return Sinh.apply(self._floating())
+
+    def cosh(self) -> Tensor:
+        return Cosh.apply(self._floating())
+
+    # ------------------------------------------------------------------ exp, log and powers
+
+    def exp2(self) -> Tensor:
+        return 2.0 ** self._floating()
+
+    def expm1(self) -> Tensor:
+        return Expm1.apply(self._floating())
+
+    def log2(self) -> Tensor:
+        return Log2.apply(self._floating())
+
+    def log10(self) -> Tensor:
+        return Log10.apply(self._floating())
+
+    def log1p(self) -> Tensor:
+        return Log1p.apply(self._floating())
+
+    def logaddexp(self, other: Any) -> Tensor:
+        return self._binary(LogAddExp, self, self._other(other))
+
+    def hypot(self, other: Any) -> Tensor:
+        return self._binary(Hypot, self, self._other(other))
+
+    def erf(self) -> Tensor:
+        return Erf.apply(self._floating())
+
+    def reciprocal(self) -> Tensor:
+        return 1 / self
+
+    def rsqrt(self) -> Tensor:
+        return self.sqrt().reciprocal()
+
+    def square(self) -> Tensor:
+        return self * self
+
+    def lerp(self, end: Any, weight: Any) -> Tensor:
+        """self + weight * (end - self); weight is a number or a tensor (which then gets a gradient)."""
+        return self + self._other(weight) * (self._other(end) - self)
+
+    # ------------------------------------------------------------------ rounding (gradient 0)
+
+    def sign(self) -> Tensor:
+        return Sign.apply(self)
+
+    def floor(self) -> Tensor:
+        return Floor.apply(self)
+
+    def ceil(self) -> Tensor:
+        return Ceil.apply(self)
+
+    def round(self, decimals: int = 0) -> Tensor:
+        """Halves go to the even neighbour (2.5 -> 2), as in PyTorch."""
+        return Round.apply(self, decimals=decimals)
+
+    def trunc(self) -> Tensor:
+        return Trunc.apply(self)
+
+    fix = trunc
+
+    def frac(self) -> Tensor:
+        """x - trunc(x), with x's sign (frac(-1.5) = -0.5)."""
+        return self - self.trunc()
+
+    def remainder(self, other: Any) -> Tensor:
+        """self - floor(self / other) * other: the sign of other, as Python's %."""
+        return self._binary(Remainder, self, self._other(other))
+
+    def fmod(self, other: Any) -> Tensor:
+        """self - trunc(self / other) * other: the sign of self, as C's fmod."""
+        return self._binary(Fmod, self, self._other(other))
+
+    # ------------------------------------------------------------------ limits
+
+    def clamp_min(self, min: float | Tensor) -> Tensor:
+        return self.clip(min=min)
+
+    def clamp_max(self, max: float | Tensor) -> Tensor:
+        return self.clip(max=max)
+
+    def nan_to_num(self, nan: float = 0.0, posinf: float | None = None,
+                   neginf: float | None = None) -> Tensor:
+        """NaN -> nan, +inf -> posinf, -inf -> neginf (by default the dtype's largest and
+        smallest finite values). Gradient: g where x is finite, 0 at the replaced places."""
+        if self.data.dtype.kind not in "fc":  # integers have nothing to replace
+            return self._make(self.data.copy(), None)
+        filled = np.nan_to_num(self.data, nan=nan, posinf=posinf, neginf=neginf)
+        return Where.apply(self._make(np.isfinite(self.data), None), self, self._make(filled, None))
+
+    # ------------------------------------------------------------------ comparisons (no grad)
+
+    def eq(self, other: Any) -> Tensor:
+        return self == other
+
+    def ne(self, other: Any) -> Tensor:
+        return self != other
+
+    def lt(self, other: Any) -> Tensor:
+        return self < other
+
+    def le(self, other: Any) -> Tensor:
+        return self <= other
+
+    def gt(self, other: Any) -> Tensor:
+        return self > other
+
+    def ge(self, other: Any) -> Tensor:
+        return self >= other
+
+    def _bools(self, values: Any) -> Tensor:
+        return self._make(np.asarray(values, dtype=np.bool_), None)
+
+    def isnan(self) -> Tensor:
+        return self._bools(np.isnan(self.data) if self.data.dtype.kind in "fc" else np.zeros(self.shape))
+
+    def isinf(self) -> Tensor:
+        return self._bools(np.isinf(self.data) if self.data.dtype.kind in "fc" else np.zeros(self.shape))
+
+    def isfinite(self) -> Tensor:
+        return self._bools(np.isfinite(self.data) if self.data.dtype.kind in "fc" else np.ones(self.shape))
+
+    def equal(self, other: Any) -> bool:
+        """True when other has the same shape and the same values (NaN equals nothing)."""
+        other = _array(other)
+        return self.shape == np.shape(other) and bool(np.array_equal(self.data, other))
+
+    def isclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
+                equal_nan: bool = False) -> Tensor:
+        """|self - other| <= atol + rtol * |other| elementwise (not symmetric, as in PyTorch);
+        equal infinities are close; NaN is close to NaN only with equal_nan=True."""
+        other = self._other(other)
+        if other.dtype != self.dtype:
+            raise TypeError(f"isclose: the input is {self.dtype} and other is {other.dtype}; both must "
+                            f"have the same dtype, as in PyTorch (convert one with .to())")
+        if rtol < 0 or atol < 0:
+            raise ValueError(f"isclose: rtol ({rtol}) and atol ({atol}) must be non-negative")
+        try:
+            np.broadcast_shapes(self.shape, other.shape)
+        except ValueError:
+            raise ValueError(f"isclose: shapes {self.shape} and {other.shape} do not broadcast") from None
+        if self.dtype == np.bool_:
+            return self._bools(self.data == other.data)
+        return self._bools(np.isclose(self.data, other.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+    def allclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+        return bool(self.isclose(other, rtol, atol, equal_nan).data.all())
+
+    # ------------------------------------------------------------------ logic (no grad)
+
+    def logical_not(self) -> Tensor:
+        return self._bools(np.logical_not(self.data))
+
+    def logical_and(self, other: Any) -> Tensor:
+        return self._bools(np.logical_and(self.data, _array(other)))
+
+    def logical_or(self, other: Any) -> Tensor:
+        return self._bools(np.logical_or(self.data, _array(other)))
+
+    def logical_xor(self, other: Any) -> Tensor:
+        return self._bools(np.logical_xor(self.data, _array(other)))
+
+    def all(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+        """True where every value over dim (one, several, or all) is non-zero."""
+        axis = normalize_dims(dim, self.ndim, "all") if self.ndim else None
+        return self._bools(np.all(self.data, axis=axis, keepdims=keepdim))
+
+    def any(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+        """True where some value over dim (one, several, or all) is non-zero."""
+        axis = normalize_dims(dim, self.ndim, "any") if self.ndim else None
+        return self._bools(np.any(self.data, axis=axis, keepdims=keepdim))

@@ -1,0 +1,206 @@
+"""Activation functions beyond relu/tanh/sigmoid/gelu, one_hot, normalize and
+cosine_similarity, with `torch.nn.functional`'s names, arguments and defaults.
+
+Each is a composition of differentiable Tensor ops, except softplus and elu: their
+stable forms need log1p and expm1 on the array, so they are one Function each (forward and
+backward side by side), and logsigmoid and mish are built on softplus.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from minigrad import Tensor, where
+from minigrad.autograd import Function
+
+
+def _need_tensor(fn: str, x: Any) -> None:
+    if not isinstance(x, Tensor):
+        kind = f"a numpy array of shape {x.shape}" if isinstance(x, np.ndarray) else f"a {type(x).__name__}"
+        raise TypeError(f"{fn}: the input is {kind}, not a Tensor; wrap it with mg.tensor(...)")
+
+
+def _need_float(fn: str, x: Tensor) -> None:
+    if x.dtype.kind != "f":  # numpy would compute in float64 and change the dtype; torch refuses
+        raise TypeError(f"{fn}: the input has dtype {x.dtype}; convert it with x.float() or x.double()")
+
+
+# ----------------------------------------------------------------------------- fused: softplus, elu
+
+
+def _sigmoid(u: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-u)) without overflow and exact in both tails (exp(-|u|) never overflows)."""
+    e = np.exp(-np.abs(u))
+    return np.where(u >= 0, 1 / (1 + e), e / (1 + e))
+
+
+class Softplus(Function):
+    """z = log(1 + exp(beta * x)) / beta, and z = x where beta * x > threshold
+    dx = g * sigmoid(beta * x), and dx = g where beta * x > threshold
+
+    Computed as (max(u, 0) + log1p(exp(-|u|))) / beta with u = beta * x: exp never overflows,
+    and log1p keeps the tail exact (softplus(-20) is 2.06e-9, not 0). threshold=inf gives
+    the exact function everywhere (logsigmoid and binary_cross_entropy_with_logits use it).
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, beta=1.0, threshold=20.0):
+        u = x * x.dtype.type(beta)
+        ctx.save_for_backward(u)
+        ctx.threshold = threshold
+        smooth = (np.maximum(u, 0) + np.log1p(np.exp(-np.abs(u)))) / x.dtype.type(beta)
+        return np.where(u > threshold, x, smooth).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        (u,) = ctx.saved
+        return np.where(u > ctx.threshold, g, g * _sigmoid(u)).astype(g.dtype, copy=False)
+
+
+class ELU(Function):
+    """z = x for x > 0, alpha * (exp(x) - 1) otherwise
+    dx = g for x > 0, g * alpha * exp(x) otherwise
+
+    expm1 keeps small negative x exact (exp(x) - 1 loses every digit below 1e-8); exp is
+    taken of min(x, 0), so a large positive x never overflows in the unused branch.
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, alpha=1.0):
+        neg = np.minimum(x, 0)
+        ctx.save_for_backward(x, neg)
+        ctx.alpha = alpha
+        return np.where(x > 0, x, x.dtype.type(alpha) * np.expm1(neg))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, neg = ctx.saved
+        return np.where(x > 0, g, g * g.dtype.type(ctx.alpha) * np.exp(neg)).astype(g.dtype, copy=False)
+
+
+# ----------------------------------------------------------------------------- activations
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta * x)) / beta, reverting to x where beta * x > threshold (as torch)."""
+    _need_tensor("softplus", input)
+    _need_float("softplus", input)
+    if beta == 0:
+        raise ValueError("softplus: beta must be nonzero (it divides the result)")
+    return Softplus.apply(input, beta=float(beta), threshold=float(threshold))
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """log(sigmoid(x)) = -softplus(-x), exact for any x (log of a sigmoid that rounded to 0
+    would be -inf)."""
+    _need_tensor("logsigmoid", input)
+    _need_float("logsigmoid", input)
+    return -Softplus.apply(-input, beta=1.0, threshold=float("inf"))
+
+
+def elu(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    _need_tensor("elu", input)
+    _need_float("elu", input)
+    return ELU.apply(input, alpha=float(alpha))
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """x for x > 0, negative_slope * x otherwise (the gradient at 0 is negative_slope, as torch)."""
+    _need_tensor("leaky_relu", input)
+    _need_float("leaky_relu", input)
+    return where(input.data > 0, input, input * negative_slope)
+
+
+def silu(input: Tensor) -> Tensor:
+    """x * sigmoid(x) (also called swish)."""
+    _need_tensor("silu", input)
+    _need_float("silu", input)
+    return input * input.sigmoid()
+
+
+def mish(input: Tensor) -> Tensor:
+    """x * tanh(softplus(x))."""
+    _need_tensor("mish", input)
+    _need_float("mish", input)
+    return input * Softplus.apply(input, beta=1.0, threshold=20.0).tanh()
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """x clipped to [min_val, max_val]; as in torch the gradient is 0 at the bounds themselves
+    (clip would pass it there), so the mask is strict."""
+    _need_tensor("hardtanh", input)
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val {min_val} must not exceed max_val {max_val}")
+    inside = (input.data > min_val) & (input.data < max_val)
+    return where(inside, input, input.detach().clip(min_val, max_val))
+
+
+def softmin(input: Tensor, dim: int = -1) -> Tensor:
+    """softmax(-x) along dim: the smallest entries get the largest weights. (dim defaults to
+    the last axis, as minigrad's softmax.)"""
+    _need_tensor("softmin", input)
+    _need_float("softmin", input)
+    return (-input).softmax(dim)
+
+
+# ----------------------------------------------------------------------------- one_hot, normalize
+
+
+def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
+    """The int64 one-hot code of integer class ids: shape (*, num_classes); num_classes=-1
+    takes max(ids) + 1, as torch."""
+    ids = tensor.data if isinstance(tensor, Tensor) else np.asarray(tensor)
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"one_hot: the ids must be integers, not {ids.dtype} "
+                        "(make them with dtype=minigrad.int64)")
+    if ids.size and ids.min() < 0:
+        raise ValueError(f"one_hot: class ids must be non-negative, got {int(ids.min())}")
+    if num_classes == -1:
+        if ids.size == 0:
+            raise ValueError("one_hot: cannot infer num_classes from an empty tensor; pass num_classes")
+        num_classes = int(ids.max()) + 1
+    elif num_classes < 0 or (ids.size and ids.max() >= num_classes):
+        raise ValueError(f"one_hot: class id {int(ids.max()) if ids.size else '-'} does not fit "
+                         f"num_classes={num_classes} (ids must lie in [0, num_classes))")
+    out = (ids[..., None] == np.arange(num_classes)).astype(np.int64)  # (*, C)
+    return Tensor._make(out, None)
+
+
+def _norm_at_least(x: Tensor, p: float, dim: Any, eps: float) -> Tensor:
+    """max(||x||_p over dim, eps), keepdim. Where the norm is below eps the root is taken of 1
+    instead: the root's gradient at 0 is inf, and inf times the zero gradient that the
+    clamp passes back would be NaN."""
+    if p == float("inf"):
+        norm = x.abs().max(dim, keepdim=True)
+        return norm.masked_fill(norm.data < eps, eps)
+    powered = x * x if p == 2 else (x.abs() if p == 1 else x.abs() ** p)
+    total = powered.sum(dim, keepdim=True)
+    small = total.data ** (1 / p) < eps
+    root = total if p == 1 else total.masked_fill(small, 1.0) ** (1 / p)
+    return root.masked_fill(small, eps)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """x / max(||x||_p, eps) along dim: unit vectors, and zero vectors stay zero."""
+    _need_tensor("normalize", input)
+    _need_float("normalize", input)
+    if not p > 0:
+        raise ValueError(f"normalize: p must be positive, not {p}")
+    return input / _norm_at_least(input, float(p), dim, eps)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along dim; x1 and x2 broadcast."""
+    _need_tensor("cosine_similarity", x1)
+    _need_tensor("cosine_similarity", x2)
+    try:
+        shape = np.broadcast_shapes(x1.shape, x2.shape)
+    except ValueError:
+        raise ValueError(f"cosine_similarity: x1 of shape {x1.shape} and x2 of shape {x2.shape} "
+                         "do not broadcast") from None
+    x1, x2 = x1.expand(*shape), x2.expand(*shape)
+    return ((x1 / _norm_at_least(x1, 2.0, dim, eps)) * (x2 / _norm_at_least(x2, 2.0, dim, eps))).sum(dim)
+

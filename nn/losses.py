@@ -1,0 +1,331 @@
+"""Regression, binary and divergence losses with `torch.nn.functional`'s names, arguments,
+defaults and reductions ("none", "mean", "sum"; kl_div also "batchmean").
+
+Each is a composition of differentiable Tensor ops, except binary_cross_entropy: PyTorch
+clamps its logs at -100 and bounds its gradient's denominator, which one Function states
+exactly (forward and backward side by side).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from minigrad import Tensor, where
+from minigrad.autograd import Function
+from minigrad.ops.promotion import promote
+
+from .activations import Softplus
+from .functional import cross_entropy, mse_loss, nll_loss
+from .module import Module
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _reduce(fn: str, loss: Tensor, reduction: str, allowed: tuple[str, ...] = _REDUCTIONS) -> Tensor:
+    if reduction not in allowed:
+        raise ValueError(f"{fn}: reduction must be one of {allowed}, not {reduction!r}")
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.mean()
+
+
+def _pair(fn: str, input: Any, target: Any, what: str = "input") -> tuple[Tensor, Tensor]:
+    """input as a float Tensor, target as a Tensor (a number or array takes input's dtype),
+    of the same shape (torch broadcasts some losses with a warning; a mismatch is nearly
+    always a bug, a (B, 1) against a (B,), so minigrad refuses it as mse_loss does)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{fn}: the {what} is a {type(input).__name__}, not a Tensor; "
+                        "wrap it with mg.tensor(...)")
+    if input.dtype.kind != "f":
+        raise TypeError(f"{fn}: the {what} has dtype {input.dtype}; convert it with x.float() or x.double()")
+    if not isinstance(target, Tensor):
+        target = Tensor(np.asarray(target, dtype=input.dtype))
+    if target.shape != input.shape:
+        raise ValueError(f"{fn}: {what} of shape {input.shape} and target of shape {target.shape} "
+                         "differ (give the target the input's shape, e.g. with .reshape)")
+    return input, target
+
+
+# ----------------------------------------------------------------------------- regression
+
+
+def l1_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
+    """|input - target|, averaged, summed or elementwise ("none"); the gradient at a tie is 0.
+
+    Shape:
+        input and target: the same shape (*); output: () or (*) for "none".
+    """
+    input, target = _pair("l1_loss", input, target)
+    return _reduce("l1_loss", (input - target).abs(), reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Any, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """0.5 * d**2 / beta where |d| < beta, |d| - 0.5 * beta elsewhere (d = input - target);
+    beta = 0 is l1_loss.
+
+    Shape:
+        input and target: the same shape (*); output: () or (*) for "none".
+    """
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be non-negative, not {beta}")
+    input, target = _pair("smooth_l1_loss", input, target)
+    d = input - target
+    if beta == 0:  # the quadratic branch would divide by 0, and its gradient be NaN
+        return _reduce("smooth_l1_loss", d.abs(), reduction)
+    a = d.abs()
+    return _reduce("smooth_l1_loss", where(a.data < beta, d * d * (0.5 / beta), a - 0.5 * beta), reduction)
+
+
+def huber_loss(input: Tensor, target: Any, reduction: str = "mean", delta: float = 1.0) -> Tensor:
+    """0.5 * d**2 where |d| < delta, delta * (|d| - 0.5 * delta) elsewhere (d = input - target):
+    smooth_l1_loss times delta.
+
+    Shape:
+        input and target: the same shape (*); output: () or (*) for "none".
+    """
+    if not delta > 0:
+        raise ValueError(f"huber_loss: delta must be positive, not {delta}")
+    input, target = _pair("huber_loss", input, target)
+    d = input - target
+    a = d.abs()
+    return _reduce("huber_loss", where(a.data < delta, d * d * 0.5, (a - 0.5 * delta) * delta), reduction)
+
+
+# ----------------------------------------------------------------------------- binary
+
+
+class BinaryCrossEntropy(Function):
+    """z = -(y * max(log p, -100) + (1 - y) * max(log(1 - p), -100))
+    dp = g * (p - y) / max(p * (1 - p), 1e-12)
+    dy = g * (log(1 - p) - log p)
+
+    The clamps are PyTorch's: p = 0 or 1 gives a loss of at most 100 instead of inf, and a
+    gradient dp bounded by 1e12 instead of inf or NaN. dy is PyTorch's too, unclamped (inf
+    at p = 0 or 1).
+    """
+
+    @staticmethod
+    def forward(ctx, p, y):
+        if p.dtype is not y.dtype:
+            p, y = promote(p, y)
+        floor = p.dtype.type(-100)
+        with np.errstate(divide="ignore"):  # log(0) = -inf, clamped just below
+            log_p, log_q = np.log(p), np.log1p(-p)
+        ctx.save_for_backward(p, y, log_p, log_q)
+        return -(y * np.maximum(log_p, floor) + (1 - y) * np.maximum(log_q, floor))
+
+    @staticmethod
+    def backward(ctx, g):
+        p, y, log_p, log_q = ctx.saved
+        dp, dy = ctx.needs_input_grad
+        eps = p.dtype.type(np.float32(1e-12))  # PyTorch's bound, a float32 constant in either dtype
+        return ((g * (p - y) / np.maximum(p * (1 - p), eps) if dp else None),
+                (g * (log_q - log_p) if dy else None))
+
+
+def _weighted(fn: str, loss: Tensor, weight: Any, what: str = "weight") -> Tensor:
+    if weight is None:
+        return loss
+    w = weight if isinstance(weight, Tensor) else Tensor(np.asarray(weight, dtype=loss.dtype))
+    try:
+        np.broadcast_shapes(w.shape, loss.shape)
+    except ValueError:
+        raise ValueError(f"{fn}: {what} of shape {w.shape} does not broadcast to the input's shape "
+                         f"{loss.shape}") from None
+    return loss * w
+
+
+def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None, reduction: str = "mean") -> Tensor:
+    """-(y log p + (1 - y) log(1 - p)) for probabilities p = input in [0, 1], each log
+    clamped at -100 as in PyTorch; `weight` (broadcast to the input) rescales each element.
+    For logits use binary_cross_entropy_with_logits: it is exact where sigmoid rounds to 0 or 1.
+
+    Shape:
+        input and target: the same shape (*); weight: broadcasts to (*); output: () or (*).
+    """
+    input, target = _pair("binary_cross_entropy", input, target)
+    p = input.data
+    if p.size and not ((p >= 0) & (p <= 1)).all():
+        bad = p[~((p >= 0) & (p <= 1))].flat[0]
+        raise ValueError(f"binary_cross_entropy: the input holds {bad}, but every element must be a "
+                         "probability in [0, 1] (pass logits to binary_cross_entropy_with_logits)")
+    loss = BinaryCrossEntropy.apply(input, target)
+    return _reduce("binary_cross_entropy", _weighted("binary_cross_entropy", loss, weight), reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = None, reduction: str = "mean",
+                                     pos_weight: Any = None) -> Tensor:
+    """binary_cross_entropy(sigmoid(x), y), computed from the logits x without the sigmoid:
+    (1 - y) * x + l * softplus(-x) with l = 1 + (pos_weight - 1) * y, PyTorch's form, exact
+    for any |x| (softplus never overflows). pos_weight (broadcast along the last axis, one
+    per class) weighs the positive term; weight rescales each element.
+
+    Shape:
+        input and target: the same shape (*); weight: broadcasts to (*); pos_weight: (C,)
+        or broadcasts to (*); output: () or (*).
+    """
+    fn = "binary_cross_entropy_with_logits"
+    x, y = _pair(fn, input, target)
+    soft = Softplus.apply(-x, beta=1.0, threshold=float("inf"))  # -log(sigmoid(x))
+    if pos_weight is None:
+        loss = (1 - y) * x + soft
+    else:
+        pw = pos_weight if isinstance(pos_weight, Tensor) else Tensor(np.asarray(pos_weight, dtype=x.dtype))
+        try:
+            np.broadcast_shapes(pw.shape, x.shape)
+        except ValueError:
+            raise ValueError(f"{fn}: pos_weight of shape {pw.shape} does not broadcast to the input's "
+                             f"shape {x.shape} (give one weight per class, the last axis)") from None
+        loss = (1 - y) * x + (1 + (pw - 1) * y) * soft
+    return _reduce(fn, _weighted(fn, loss, weight), reduction)
+
+
+# ----------------------------------------------------------------------------- divergence
+
+
+def kl_div(input: Tensor, target: Any, reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """KL(target || model) pointwise, with `input` the model's log-probabilities:
+    target * (log target - input), 0 where target = 0 (PyTorch's xlogy); with log_target the
+    target is given as log-probabilities too: exp(target) * (target - input).
+    "batchmean" divides the sum by input.shape[0] (the true KL per sample); "mean" divides
+    by the number of elements, as in PyTorch. input and target broadcast.
+
+    Shape:
+        input: (N, *); target: broadcasts with input; output: () or the broadcast shape.
+    """
+    fn = "kl_div"
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{fn}: the input is a {type(input).__name__}, not a Tensor; "
+                        "wrap it with mg.tensor(...)")
+    t = target if isinstance(target, Tensor) else Tensor(np.asarray(target, dtype=input.dtype))
+    try:
+        np.broadcast_shapes(input.shape, t.shape)
+    except ValueError:
+        raise ValueError(f"{fn}: input of shape {input.shape} and target of shape {t.shape} do not "
+                         "broadcast") from None
+    if log_target:
+        loss = t.exp() * (t - input)
+    else:  # log of 1 where target = 0: the term is 0 there, and its gradient finite
+        zero = t.data == 0
+        loss = t * t.masked_fill(zero, 1.0).log() - t * input
+    if reduction == "batchmean":
+        total = loss.sum()
+        return total / input.shape[0] if input.ndim else total  # the input's batch, as torch
+    return _reduce(fn, loss, reduction, ("none", "mean", "sum", "batchmean"))
+
+
+# ----------------------------------------------------------------------------- modules
+
+
+class _Loss(Module):
+    """A loss as a module: its options at construction, (input, target) at call.
+
+    Shape:
+        - Input: (*); Target: as the functional form says
+        - Output: () for "mean" and "sum" (and "batchmean"), (*) for "none"
+    """
+
+    def __init__(self, reduction: str = "mean"):
+        self.reduction = reduction
+
+    def extra_repr(self) -> str:
+        return f"reduction={self.reduction!r}"
+
+
+class CrossEntropyLoss(_Loss):
+    """Softmax cross entropy of logits (*, C) against class ids (*): `F.cross_entropy`. The
+    classes are on the last axis (PyTorch: axis 1; the two agree for (N, C) logits)."""
+
+    def __init__(self, weight: Any = None, *, ignore_index: int = -100, reduction: str = "mean",
+                 label_smoothing: float = 0.0):
+        self.weight, self.reduction = weight, reduction
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return cross_entropy(input, target, ignore_index=self.ignore_index, reduction=self.reduction,
+                             label_smoothing=self.label_smoothing, weight=self.weight)
+
+
+class NLLLoss(_Loss):
+    """Negative log likelihood of log-probabilities (*, C) at class ids (*): `F.nll_loss`
+    (classes on the last axis, as in CrossEntropyLoss)."""
+
+    def __init__(self, weight: Any = None, *, ignore_index: int = -100, reduction: str = "mean"):
+        self.weight, self.reduction, self.ignore_index = weight, reduction, ignore_index
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return nll_loss(input, target, ignore_index=self.ignore_index, reduction=self.reduction,
+                        weight=self.weight)
+
+
+class MSELoss(_Loss):
+    """(input - target)**2: `F.mse_loss`."""
+
+    def __init__(self, *, reduction: str = "mean"):
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return mse_loss(input, target, reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    """|input - target|: `F.l1_loss`."""
+
+    def __init__(self, *, reduction: str = "mean"):
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """Quadratic below beta, linear above: `F.smooth_l1_loss`."""
+
+    def __init__(self, *, reduction: str = "mean", beta: float = 1.0):
+        self.reduction, self.beta = reduction, beta
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """Quadratic below delta, delta-linear above: `F.huber_loss`."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0):
+        self.reduction, self.delta = reduction, delta
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class BCELoss(_Loss):
+    """Binary cross entropy of probabilities: `F.binary_cross_entropy`."""
+
+    def __init__(self, weight: Any = None, *, reduction: str = "mean"):
+        self.weight, self.reduction = weight, reduction
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross entropy of logits: `F.binary_cross_entropy_with_logits`."""
+
+    def __init__(self, weight: Any = None, *, reduction: str = "mean", pos_weight: Any = None):
+        self.weight, self.reduction, self.pos_weight = weight, reduction, pos_weight
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return binary_cross_entropy_with_logits(input, target, weight=self.weight, reduction=self.reduction,
+                                                pos_weight=self.pos_weight)
+
+
+class KLDivLoss(_Loss):
+    """KL divergence of log-probabilities from a target distribution: `F.kl_div`."""
+
+    def __init__(self, *, reduction: str = "mean", log_target: bool = False):
+        self.reduction, self.log_target = reduction, log_target
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
