@@ -1,4 +1,5 @@
-"""Tensor methods with PyTorch's names for pointwise math, comparisons and logic.
+"""Tensor methods with PyTorch's names for pointwise math, comparisons and logic (the
+operators < <= > >= == != ~ & | among them), and argmax / argmin.
 
 They live in a base class of Tensor, `PointwiseMethods`, only to keep tensor.py short; every
 one is written out here. The differentiable ones hand the work to an op in
@@ -8,7 +9,7 @@ ops; comparisons and logic give bool tensors outside the graph, as in PyTorch.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -250,3 +251,43 @@ class PointwiseMethods:
         """True where some value over dim (one, several, or all) is non-zero."""
         axis = normalize_dims(dim, self.ndim, "any") if self.ndim else None
         return self._bools(np.any(self.data, axis=axis, keepdims=keepdim))
+
+    # ------------------------------------------------------------------ comparisons (no grad)
+
+    def _compare(self, other: Any, op: Callable) -> Tensor:
+        return self._make(np.asarray(op(self.data, getattr(other, "data", other))), None)
+
+    def __lt__(self, other: Any) -> Tensor:
+        return self._compare(other, np.less)
+
+    def __le__(self, other: Any) -> Tensor:
+        return self._compare(other, np.less_equal)
+
+    def __gt__(self, other: Any) -> Tensor:
+        return self._compare(other, np.greater)
+
+    def __ge__(self, other: Any) -> Tensor:
+        return self._compare(other, np.greater_equal)
+
+    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return self._compare(other, np.equal)
+
+    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return self._compare(other, np.not_equal)
+
+    __hash__ = object.__hash__  # identity, as in PyTorch; __eq__ is elementwise
+
+    def __invert__(self) -> Tensor:
+        return self._compare(None, lambda a, _: ~a)
+
+    def __and__(self, other: Any) -> Tensor:
+        return self._compare(other, np.logical_and)
+
+    def __or__(self, other: Any) -> Tensor:
+        return self._compare(other, np.logical_or)
+
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return self._make(np.asarray(np.argmax(self.data, axis=dim, keepdims=keepdim)), None)
+
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return self._make(np.asarray(np.argmin(self.data, axis=dim, keepdims=keepdim)), None)
