@@ -22,7 +22,16 @@ def _kept(x: np.ndarray) -> bool:
     return x.dtype.kind in "iub"
 
 
-class Sign(Function):
+class PiecewiseConstant(Function):
+    """An op whose output is constant between its jumps: dx = 0 everywhere (PyTorch's choice
+    at the jumps too). Subclasses define forward only."""
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.zeros_like(g)
+
+
+class Sign(PiecewiseConstant):
     """z = [x > 0] - [x < 0] in {-1, 0, 1}; sign(nan) = 0, as in PyTorch (numpy: nan)     dx = 0"""
 
     @staticmethod
@@ -31,36 +40,24 @@ class Sign(Function):
             return x.copy()
         return np.subtract(x > 0, x < 0, dtype=x.dtype)
 
-    @staticmethod
-    def backward(ctx, g):
-        return np.zeros_like(g)
 
-
-class Floor(Function):
+class Floor(PiecewiseConstant):
     """z = floor(x)      dx = 0"""
 
     @staticmethod
     def forward(ctx, x):
         return x.copy() if _kept(x) else np.floor(x)
 
-    @staticmethod
-    def backward(ctx, g):
-        return np.zeros_like(g)
 
-
-class Ceil(Function):
+class Ceil(PiecewiseConstant):
     """z = ceil(x)       dx = 0"""
 
     @staticmethod
     def forward(ctx, x):
         return x.copy() if _kept(x) else np.ceil(x)
 
-    @staticmethod
-    def backward(ctx, g):
-        return np.zeros_like(g)
 
-
-class Round(Function):
+class Round(PiecewiseConstant):
     """z = x rounded to `decimals` places, halves to even (round(2.5) = 2, as PyTorch)     dx = 0"""
 
     @staticmethod
@@ -69,21 +66,13 @@ class Round(Function):
             return x.copy()
         return np.round(x, decimals)
 
-    @staticmethod
-    def backward(ctx, g):
-        return np.zeros_like(g)
 
-
-class Trunc(Function):
+class Trunc(PiecewiseConstant):
     """z = x rounded toward 0       dx = 0"""
 
     @staticmethod
     def forward(ctx, x):
         return x.copy() if _kept(x) else np.trunc(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return np.zeros_like(g)
 
 
 
