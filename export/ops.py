@@ -23,7 +23,7 @@ import minigrad.nn.packed_attention as packed
 import minigrad.nn.tiled_attention as tiled
 from minigrad.autograd import Function
 from minigrad.ops import elementwise as ew
-from minigrad.ops import linalg, pointwise, reduce, rounding, shape
+from minigrad.ops import linalg, ordering, pointwise, reduce, rounding, shape
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -186,6 +186,14 @@ def _tril(T: int, device: torch.device) -> torch.Tensor:
     return _TRIL[key]
 
 
+def _gather_sorted(x: torch.Tensor, *, indices: Any, dim: int) -> torch.Tensor:
+    """The values of sort / topk; a 0-d input is one element along dim 0, as in minigrad."""
+    idx = torch.as_tensor(indices, device=x.device)
+    if x.ndim == 0:
+        return x.reshape(1)[idx.reshape(-1)].reshape(idx.shape)
+    return torch.take_along_dim(x, idx, dim)
+
+
 # ----------------------------------------------------------------------------- the table
 
 TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
@@ -245,6 +253,12 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     reduce.LogSumExp: _reduce(torch.logsumexp),
     reduce.Softmax: _softmax,
     reduce.LogSoftmax: lambda x, *, dim=-1: torch.log_softmax(x, dim),
+    # products, running sums, sorted values (ops/ordering.py)
+    ordering.Prod: lambda x, *, dim=None, keepdim=False: (
+        torch.prod(x) if dim is None else torch.prod(x, dim, keepdim=keepdim)),
+    ordering.CumSum: lambda x, *, dim: torch.cumsum(x, dim),
+    ordering.CumProd: lambda x, *, dim: torch.cumprod(x, dim),
+    ordering.GatherSorted: _gather_sorted,
     # shape
     shape.Reshape: lambda x, *, shape: x.reshape(shape),
     shape.Permute: lambda x, *, dims: torch.permute(x, tuple(dims)),

@@ -41,6 +41,7 @@ from .functions import (
     arcsin,
     arctan,
     arctan2,
+    argsort,
     asin,
     atan,
     atan2,
@@ -51,6 +52,9 @@ from .functions import (
     clip,
     cos,
     cosh,
+    count_nonzero,
+    cumprod,
+    cumsum,
     eq,
     equal,
     erf,
@@ -88,6 +92,7 @@ from .functions import (
     nan_to_num,
     ne,
     permute,
+    prod,
     reciprocal,
     relu,
     remainder,
@@ -99,15 +104,36 @@ from .functions import (
     sin,
     sinh,
     softmax,
+    sort,
     sqrt,
     square,
     squeeze,
     sum,
     tan,
     tanh,
+    topk,
     transpose,
     trunc,
     unsqueeze,
+)
+from .functions_shape import (
+    clone,
+    concat,
+    concatenate,
+    flip,
+    hstack,
+    moveaxis,
+    movedim,
+    narrow,
+    roll,
+    swapaxes,
+    swapdims,
+    tile,
+    tril,
+    triu,
+    unbind,
+    unflatten,
+    vstack,
 )
 from .gradcheck import GradcheckError, gradcheck
 from .memory import keep_freed_memory
@@ -141,4 +167,11 @@ __all__ = [
     "sigmoid", "sign", "sin", "sinh", "softmax", "sqrt", "square", "squeeze", "stack", "sum", "tan",
     "tanh", "tensor", "transpose", "trunc", "unbroadcast", "unsqueeze", "where", "zeros",
     "zeros_like",
+]
+__all__ += [  # copies, moves, repeats and joins (functions_shape.py)
+    "clone", "concat", "concatenate", "flip", "hstack", "moveaxis", "movedim", "narrow", "roll",
+    "swapaxes", "swapdims", "tile", "tril", "triu", "unbind", "unflatten", "vstack",
+]
+__all__ += [  # products, running sums, sorting and counting (tensor_ordering.py)
+    "argsort", "count_nonzero", "cumprod", "cumsum", "prod", "sort", "topk",
 ]

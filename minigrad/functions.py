@@ -322,3 +322,34 @@ def isclose(input: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
 def allclose(input: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
              equal_nan: bool = False) -> bool:
     return as_tensor(input).allclose(other, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+# ------------------------------------------------------------------------- products, running sums, ordering
+
+
+def prod(input: Any, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    return as_tensor(input).prod(dim=dim, keepdim=keepdim)
+
+
+def cumsum(input: Any, dim: int) -> Tensor:
+    return as_tensor(input).cumsum(dim)
+
+
+def cumprod(input: Any, dim: int) -> Tensor:
+    return as_tensor(input).cumprod(dim)
+
+
+def sort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+    return as_tensor(input).sort(dim=dim, descending=descending, stable=stable)
+
+
+def argsort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    return as_tensor(input).argsort(dim=dim, descending=descending, stable=stable)
+
+
+def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+    return as_tensor(input).topk(k, dim=dim, largest=largest, sorted=sorted)
+
+
+def count_nonzero(input: Any, dim: Dim = None) -> Tensor:
+    return as_tensor(input).count_nonzero(dim=dim)

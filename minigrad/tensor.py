@@ -24,6 +24,7 @@ from .ops.elementwise import (
 from .ops.linalg import Cast, MatMul
 from .ops.promotion import result_type, scalar_dtype
 from .tensor_math import MathMethods
+from .tensor_ordering import OrderingMethods
 from .tensor_pointwise import PointwiseMethods
 from .tensor_shape import ShapeMethods
 
@@ -50,7 +51,7 @@ def to_array(data: Any, dtype: Any = None) -> np.ndarray:
     return arr
 
 
-class Tensor(MathMethods, PointwiseMethods, ShapeMethods):
+class Tensor(MathMethods, PointwiseMethods, ShapeMethods, OrderingMethods):
     """An n-dimensional array that records how it was computed, for reverse-mode autodiff.
 
     Attributes:

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from .ops.linalg import Cast
 from .ops.reduce import normalize_dims
-from .ops.shape import Expand, GetItem, Permute, Reshape
+from .ops.shape import Cat, Expand, GetItem, Permute, Reshape
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -112,6 +113,133 @@ class ShapeMethods:
         n = self.shape[_axis(dim, self.ndim, "chunk")]
         return self.split(max(-(-n // int(chunks)), 1), dim)
 
+    # ------------------------------------------------------------------ copies, moves, repeats
+    # Compositions of the ops above (one line each where possible), so each gradient is theirs.
+
+    def clone(self) -> Tensor:
+        """A copy with its own storage (in-place changes to it leave self alone); dx = g."""
+        return Cast.apply(self, dtype=self.dtype)  # astype always copies
+
+    def contiguous(self) -> Tensor:
+        """self when its array is already C-ordered, else a C-ordered copy (as PyTorch)."""
+        # clone keeps the strides' order; a flat view of a strided array is a C-ordered copy
+        return self if self.data.flags.c_contiguous else self.reshape(-1).reshape(self.shape)
+
+    def tril(self, diagonal: int = 0) -> Tensor:
+        """Zero above the `diagonal`-th diagonal of the last two axes (0: the main one)."""
+        m, n = _matrix(self, "tril")
+        return self.masked_fill(~np.tri(m, n, k=diagonal, dtype=bool), 0)
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        """Zero below the `diagonal`-th diagonal of the last two axes (0: the main one)."""
+        m, n = _matrix(self, "triu")
+        return self.masked_fill(np.tri(m, n, k=diagonal - 1, dtype=bool), 0)
+
+    @property
+    def mT(self) -> Tensor:
+        """The last two axes swapped (a batch of matrices transposed)."""
+        _matrix(self, "mT")
+        return self.transpose(-2, -1)
+
+    def swapaxes(self, axis0: int, axis1: int) -> Tensor:
+        return self.transpose(axis0, axis1)
+
+    def swapdims(self, dim0: int, dim1: int) -> Tensor:
+        return self.transpose(dim0, dim1)
+
+    def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+        """Axes `source` moved to positions `destination`; the others keep their order."""
+        src, dst = (tuple(d) if isinstance(d, (tuple, list)) else (d,) for d in (source, destination))
+        if len(src) != len(dst):
+            raise ValueError(f"movedim: source {source} and destination {destination} "
+                             "need the same number of dims")
+        n = max(self.ndim, 1)  # a 0-d tensor takes dim 0 or -1, as in PyTorch
+        src, dst = (tuple(normalize_dims(d, n, "movedim")[0] for d in ds) for ds in (src, dst))
+        if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+            raise ValueError(f"movedim: repeated dim in source {source} or destination {destination}")
+        if self.ndim == 0:
+            return self.reshape(())
+        order = [d for d in range(self.ndim) if d not in src]
+        for d, s in sorted(zip(dst, src)):
+            order.insert(d, s)
+        return self.permute(*order)
+
+    moveaxis = movedim
+
+    def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
+        """Axis `dim` split into axes of `sizes` (one of them may be -1)."""
+        d = _axis(dim, self.ndim, "unflatten")
+        sizes = tuple(sizes)
+        if not sizes:
+            raise ValueError("unflatten: sizes must be a non-empty sequence of integers")
+        known = int(np.prod([s for s in sizes if s != -1]))
+        n = self.shape[d]
+        if (known != n) if -1 not in sizes else (known == 0 or n % known or sizes.count(-1) > 1):
+            raise ValueError(f"unflatten: sizes {sizes} do not multiply to dim {dim}'s size "
+                             f"{self.shape[d]} (tensor of shape {self.shape})")
+        return self.reshape(self.shape[:d] + sizes + self.shape[d + 1:])
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        return self.expand(other.shape)
+
+    def narrow(self, dim: int, start: int, length: int) -> Tensor:
+        """Elements start ... start + length - 1 of axis `dim` (a negative start counts from the end)."""
+        d = _axis(dim, self.ndim, "narrow")
+        n = self.shape[d]
+        begin = start + n if -n <= start < 0 else start
+        if not 0 <= begin <= n or length < 0 or begin + length > n:
+            raise IndexError(f"narrow: start {start} and length {length} do not fit dim {dim} "
+                             f"of size {n} (tensor of shape {self.shape})")
+        return self[(slice(None),) * d + (slice(begin, begin + length),)]
+
+    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+        """The slices along `dim`, each without that axis."""
+        d = _axis(dim, self.ndim, "unbind")
+        return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
+
+    def flip(self, *dims: Any) -> Tensor:
+        """The order of the elements along each of `dims` reversed."""
+        dims = tuple(dims[0]) if len(dims) == 1 and not isinstance(dims[0], int) else dims
+        axes = normalize_dims(dims, self.ndim, "flip") if dims and self.ndim else ()  # checks repeats
+        return self[tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(self.ndim))]
+
+    def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+        """Elements moved `shifts` places along `dims`, those pushed off the end coming back at
+        the start; without dims, over the flattened tensor, then reshaped back."""
+        if dims is None:
+            if not isinstance(shifts, int):
+                raise ValueError(f"roll: without dims, shifts must be one integer, not {shifts}")
+            return self.flatten().roll(shifts, 0).reshape(self.shape)
+        shifts, dims = (tuple(v) if isinstance(v, (tuple, list)) else (v,) for v in (shifts, dims))
+        if len(shifts) != len(dims):
+            raise ValueError(f"roll: shifts {shifts} and dims {dims} need the same length")
+        out = self
+        for shift, dim in zip(shifts, dims):
+            d = _axis(dim, self.ndim, "roll")
+            n = self.shape[d]
+            if n:  # two slices joined in the other order: a cheap backward (no scatter-add)
+                cut, lead = n - shift % n, (slice(None),) * d
+                out = Cat.apply(out[lead + (slice(cut, None),)], out[lead + (slice(0, cut),)], dim=d)
+        return out if out is not self else self.clone()
+
+    def repeat(self, *sizes: Any) -> Tensor:
+        """self tiled sizes[i] times along axis i (more sizes than axes add leading axes)."""
+        sizes = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+        if len(sizes) < self.ndim:
+            raise ValueError(f"repeat: {len(sizes)} repeat counts given for a tensor of "
+                             f"{self.ndim} dimensions (give at least {self.ndim})")
+        if any(s < 0 for s in sizes):
+            raise ValueError(f"repeat: repeat counts must be >= 0, not {sizes}")
+        shape = (1,) * (len(sizes) - self.ndim) + self.shape
+        pairs = [(r, s) for r, s in zip(sizes, shape)]  # (copies, side): expand a new axis before each
+        x = self.reshape(tuple(v for _, s in pairs for v in (1, s)))
+        return x.expand(tuple(v for p in pairs for v in p)).reshape(tuple(r * s for r, s in pairs))
+
+    def tile(self, *dims: Any) -> Tensor:
+        """repeat, with fewer counts than axes allowed (leading axes then repeat once)."""
+        dims = tuple(dims[0]) if len(dims) == 1 and not isinstance(dims[0], int) else dims
+        return self.repeat((1,) * (self.ndim - len(dims)) + dims)
+
     def __getitem__(self, index: Any) -> Tensor:
         """Basic and advanced indexing, with PyTorch's rule where it differs from numpy's.
 
@@ -133,6 +261,13 @@ def _axis(dim: int, ndim: int, op: str) -> int:
     if ndim == 0:
         raise IndexError(f"{op}: a 0-d tensor has no dim {dim}")
     return normalize_dims(dim, ndim, op)[0]
+
+
+def _matrix(x: Any, op: str) -> tuple[int, int]:
+    """The sizes of x's last two axes (x a matrix or a batch of them), checked."""
+    if x.ndim < 2:
+        raise ValueError(f"{op}: expected a tensor of at least 2 dimensions, not of shape {x.shape}")
+    return x.shape[-2], x.shape[-1]
 
 
 def _is_count(n: Any) -> bool:

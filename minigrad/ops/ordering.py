@@ -1,0 +1,154 @@
+"""Products, running sums and products, and the values of sort / topk, along one axis.
+
+`dim` is one axis (negative counting from the end); a 0-d input is treated as a single element
+along dim 0 or -1, as in PyTorch. Prod also takes dim=None (every element). The indices of sort
+and topk are not differentiable: the Tensor methods (tensor_ordering.py) compute them with
+numpy and hand them to `GatherSorted`, whose backward sends each g to the place it came from.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function
+
+
+def one_axis(dim, ndim: int, op: str) -> int:
+    """`dim` as a non-negative axis of an array with `ndim` dims (at least 1), checked."""
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"{op}: dim must be an int, not {dim!r}")
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{op}: dim {dim} is out of range for a tensor of {ndim} dimensions "
+                         f"(expected one in [{-n}, {n - 1}])")
+    return int(dim) % n
+
+
+def _widen(x: np.ndarray) -> np.ndarray:
+    """Bool and integer inputs accumulate in int64, as PyTorch's prod / cumsum / cumprod do
+    (numpy alone would keep an int32 0-d input int32)."""
+    return x.astype(np.int64) if x.dtype.kind in "biu" else x
+
+
+def _exclusive_cumprod(x: np.ndarray, axis: int) -> np.ndarray:
+    """out_i = prod_{j < i} x_j along axis (1 at i = 0): no division, so zeros are exact."""
+    if x.shape[axis] == 0:
+        return np.ones_like(x)
+    ones = np.ones_like(np.take(x, [0], axis=axis))
+    before = np.take(x, np.arange(x.shape[axis] - 1), axis=axis)
+    return np.cumprod(np.concatenate([ones, before], axis=axis), axis=axis)
+
+
+def _reverse_cumsum(g: np.ndarray, axis: int) -> np.ndarray:
+    """out_i = sum_{j >= i} g_j along axis."""
+    return np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
+
+
+class Prod(Function):
+    """z = prod_i x_i over dim       dx_i = g * prod_{j != i} x_j
+
+    prod_{j != i} x_j is the product of the elements before i times the product of those after
+    it, both taken as running products: no division by x_i, so the gradient is right when the
+    input holds zeros (one zero: only its own place gets a gradient; two: none does).
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, dim=None, keepdim=False):
+        x = _widen(x)
+        ctx.shape, ctx.keepdim, ctx.dim = x.shape, keepdim, dim
+        if dim is None:
+            ctx.save_for_backward(x)
+            return np.prod(x)
+        axis = one_axis(dim, x.ndim, "prod")
+        ctx.axis = axis
+        ctx.save_for_backward(x)
+        if x.ndim == 0:
+            return x * 1
+        return np.prod(x, axis=axis, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved
+        if ctx.dim is None:
+            flat = x.reshape(-1)
+            others = _exclusive_cumprod(flat, 0) * np.flip(_exclusive_cumprod(np.flip(flat), 0))
+            return (g * others).reshape(ctx.shape)
+        if x.ndim == 0:
+            return g
+        axis = ctx.axis
+        before = _exclusive_cumprod(x, axis)
+        after = np.flip(_exclusive_cumprod(np.flip(x, axis), axis), axis)
+        g = g if ctx.keepdim else np.expand_dims(g, axis)
+        return g * before * after
+
+
+class CumSum(Function):
+    """z_i = sum_{j <= i} x_j along dim       dx_j = sum_{i >= j} g_i"""
+
+    @staticmethod
+    def forward(ctx, x, *, dim):
+        x = _widen(x)
+        ctx.axis = one_axis(dim, x.ndim, "cumsum")
+        return np.cumsum(np.atleast_1d(x), axis=ctx.axis).reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _reverse_cumsum(np.atleast_1d(g), ctx.axis).reshape(g.shape)
+
+
+class CumProd(Function):
+    """z_i = prod_{j <= i} x_j along dim       dx_j = sum_{i >= j} g_i prod_{k <= i, k != j} x_k
+
+    Before the first zero of a slice (x_j != 0) that is sum_{i >= j} g_i z_i / x_j. At the first
+    zero it is sum_{i >= j} g_i w_i with w the running product of x whose first zero is
+    replaced by 1. After it every product holds that zero, so the gradient is 0.
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, dim):
+        x = _widen(x)
+        ctx.axis = one_axis(dim, x.ndim, "cumprod")
+        z = np.cumprod(np.atleast_1d(x), axis=ctx.axis).reshape(x.shape)
+        ctx.save_for_backward(x, z)
+        return z
+
+    @staticmethod
+    def backward(ctx, g):
+        x, z = ctx.saved
+        shape, axis = x.shape, ctx.axis
+        if x.ndim == 0 or x.shape[axis] == 1:
+            return g  # z = x: exact even for a subnormal x, where z / x would round
+        x, z, g = np.atleast_1d(x), np.atleast_1d(z), np.atleast_1d(g)
+        zero = x == 0
+        zeros_so_far = np.cumsum(zero, axis=axis)
+        first_zero = zero & (zeros_so_far == 1)
+        before = zeros_so_far == 0
+        safe_x = np.where(before, x, 1)
+        dx = np.where(before, _reverse_cumsum(g * z, axis) / safe_x, 0)
+        if first_zero.any():
+            w = np.cumprod(np.where(first_zero, 1, x), axis=axis)
+            dx = np.where(first_zero, _reverse_cumsum(g * w, axis), dx)
+        return dx.astype(g.dtype, copy=False).reshape(shape)
+
+
+class GatherSorted(Function):
+    """z = take_along_dim(x, indices, dim)       dx = 0, then dx[indices] += g along dim
+
+    The values of sort and topk: `indices` (from numpy's argsort, not differentiable) pick each
+    output element, and its gradient goes back to the element it was picked from.
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, indices, dim):
+        ctx.axis, ctx.indices, ctx.shape = one_axis(dim, x.ndim, "sort"), indices, x.shape
+        if x.ndim == 0:
+            return np.take(x.reshape(1), indices.reshape(-1)).reshape(indices.shape)
+        return np.take_along_axis(x, indices, axis=ctx.axis)
+
+    @staticmethod
+    def backward(ctx, g):
+        if len(ctx.shape) == 0:
+            return np.asarray(g.sum(), dtype=g.dtype)
+        dx = np.zeros(ctx.shape, dtype=g.dtype)
+        np.put_along_axis(dx, ctx.indices, g, axis=ctx.axis)  # indices along dim are distinct
+        return dx
