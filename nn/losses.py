@@ -125,16 +125,20 @@ class BinaryCrossEntropy(Function):
                 (g * (log_q - log_p) if dy else None))
 
 
-def _weighted(fn: str, loss: Tensor, weight: Any, what: str = "weight") -> Tensor:
-    if weight is None:
-        return loss
-    w = weight if isinstance(weight, Tensor) else Tensor(np.asarray(weight, dtype=loss.dtype))
+def _weight_tensor(fn: str, weight: Any, like: Tensor, what: str = "weight", fix: str = "") -> Tensor:
+    """`weight` as a Tensor of like's dtype that broadcasts to like's shape, or a ValueError
+    naming fn, the weight and both shapes."""
+    w = weight if isinstance(weight, Tensor) else Tensor(np.asarray(weight, dtype=like.dtype))
     try:
-        np.broadcast_shapes(w.shape, loss.shape)
+        np.broadcast_shapes(w.shape, like.shape)
     except ValueError:
         raise ValueError(f"{fn}: {what} of shape {w.shape} does not broadcast to the input's shape "
-                         f"{loss.shape}") from None
-    return loss * w
+                         f"{like.shape}{fix}") from None
+    return w
+
+
+def _weighted(fn: str, loss: Tensor, weight: Any) -> Tensor:
+    return loss if weight is None else loss * _weight_tensor(fn, weight, loss)
 
 
 def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None, reduction: str = "mean") -> Tensor:
@@ -172,12 +176,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = N
     if pos_weight is None:
         loss = (1 - y) * x + soft
     else:
-        pw = pos_weight if isinstance(pos_weight, Tensor) else Tensor(np.asarray(pos_weight, dtype=x.dtype))
-        try:
-            np.broadcast_shapes(pw.shape, x.shape)
-        except ValueError:
-            raise ValueError(f"{fn}: pos_weight of shape {pw.shape} does not broadcast to the input's "
-                             f"shape {x.shape} (give one weight per class, the last axis)") from None
+        pw = _weight_tensor(fn, pos_weight, x, "pos_weight", " (give one weight per class, the last axis)")
         loss = (1 - y) * x + (1 + (pw - 1) * y) * soft
     return _reduce(fn, _weighted(fn, loss, weight), reduction)
 

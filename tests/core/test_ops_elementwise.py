@@ -5,48 +5,19 @@ import warnings
 
 import numpy as np
 import pytest
+from domains import avoiding, grid, nonzero, positive, values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import minigrad as mg
-from minigrad.testing import arrays, broadcastable_shapes, shape_and_broadcastable, shapes, well_conditioned
+from minigrad.testing import arrays, broadcastable_shapes, shape_and_broadcastable, shapes
 
 # Values are cheap to compare and the gradient tests draw the same inputs: a third of the
 # profile's examples (at least 10) keeps the suite fast.
 fewer_examples = settings(max_examples=max(10, settings.default.max_examples // 3))
 
-# ----------------------------------------------------------------------------- input domains
-# Each returns a function of a shape giving a strategy of float64 arrays.
-
-
-def values(low=-3.0, high=3.0):
-    """Any finite value in [low, high]."""
-    return lambda shape: arrays(shape, low, high)
-
-
-def positive(low=0.5, high=2.0):
-    """Magnitudes in [low, high], positive: log, sqrt and fractional powers."""
-    return lambda shape: well_conditioned(shape, low, high, signed=False)
-
-
-def nonzero(low=0.5, high=2.0):
-    """Magnitudes in [low, high], either sign: divisors."""
-    return lambda shape: well_conditioned(shape, low, high)
-
-
-def avoiding(*kinks, gap=1e-2):
-    """Values in [-3, 3] at least `gap` away from each kink (where finite differences mislead)."""
-    return lambda shape: arrays(shape).filter(
-        lambda a: all(np.all(np.abs(a - k) >= gap) for k in kinks)
-    )
-
-
-def grid(offset):
-    """Integers in [-3, 2] plus `offset`: two grids with different offsets never tie."""
-    elements = st.integers(-3, 2).map(lambda v: float(v) + offset)
-    return lambda shape: hnp.arrays(np.float64, shape, elements=elements)
-
+# The input domains of the tables (values, positive, ...) are in domains.py.
 
 # ----------------------------------------------------------------------------- tables
 

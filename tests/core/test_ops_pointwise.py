@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from domains import nonzero, off_steps, positive, values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -17,28 +18,7 @@ from minigrad.testing import arrays, broadcastable_shapes, dims, shapes, well_co
 fewer_examples = settings(max_examples=max(10, settings.default.max_examples // 3))
 
 # ----------------------------------------------------------------------------- input domains
-# Each returns a function of a shape giving a strategy of float64 arrays.
-
-
-def values(low=-3.0, high=3.0):
-    return lambda shape: arrays(shape, low, high)
-
-
-def positive(low=0.5, high=2.0):
-    return lambda shape: well_conditioned(shape, low, high, signed=False)
-
-
-def nonzero(low=0.5, high=2.0):
-    return lambda shape: well_conditioned(shape, low, high)
-
-
-def off_steps(offset=0.0, low=-3.0, high=3.0, gap=1e-2):
-    """Values at least `gap` from every integer + offset (the jumps of floor, round, frac...),
-    where finite differences see a step instead of the zero gradient."""
-    def far(a):
-        d = np.abs((a - offset) - np.round(a - offset))
-        return bool(np.all(d >= gap))
-    return lambda shape: arrays(shape, low, high).filter(far)
+# Shared domains (values, positive, ...) are in domains.py; the ones below are this file's own.
 
 
 def tenths():
@@ -90,8 +70,6 @@ UNARY = [
     pytest.param(mg.relu, lambda a: np.maximum(a, 0), off_steps(), id="fn-relu"),
     pytest.param(mg.abs, np.abs, off_steps(), id="fn-abs"),
 ]
-
-
 
 
 def quotients_off_integers(shape_a, shape_b):
