@@ -25,6 +25,10 @@ from minigrad.autograd import Function
 from minigrad.ops import elementwise as ew
 from minigrad.ops import linalg, ordering, pointwise, reduce, rounding, shape
 
+from .twins_indexing import INDEXING_TWINS
+from .twins_nn import NN_TWINS
+from .twins_statistics import STATISTICS_TWINS
+
 # ----------------------------------------------------------------------------- helpers
 
 
@@ -283,3 +287,9 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
 
 # Ops whose torch twin draws random numbers and must know whether the module is training.
 RANDOM_OPS: frozenset[type[Function]] = frozenset({kernels.Dropout, fa.Attention, packed.PackedAttention})
+
+# The twins of the indexing ops, of the nn layers added with the recurrent and normalisation
+# modules, and of the statistics reductions live in their own files beside this one.
+TORCH_OPS.update(INDEXING_TWINS)
+TORCH_OPS.update(NN_TWINS)
+TORCH_OPS.update(STATISTICS_TWINS)

@@ -1,7 +1,8 @@
 """The Tensor: one numpy array, its gradient, and the node of the graph that made it.
 
 Every method is written out (no attributes attached at import time): here, and in the base
-classes of tensor_math.py, tensor_pointwise.py and tensor_shape.py. Each hands the math to an
+classes of tensor_math.py, tensor_pointwise.py, tensor_shape.py, tensor_ordering.py,
+tensor_indexing.py and tensor_dtype.py. Each hands the math to an
 op in `minigrad.ops`, where forward and backward sit side by side.
 """
 
@@ -21,8 +22,10 @@ from .ops.elementwise import (
     Pow,
     Sub,
 )
-from .ops.linalg import Cast, MatMul
+from .ops.linalg import MatMul
 from .ops.promotion import result_type, scalar_dtype
+from .tensor_dtype import DtypeMethods
+from .tensor_indexing import IndexingMethods
 from .tensor_math import MathMethods
 from .tensor_ordering import OrderingMethods
 from .tensor_pointwise import PointwiseMethods
@@ -51,7 +54,7 @@ def to_array(data: Any, dtype: Any = None) -> np.ndarray:
     return arr
 
 
-class Tensor(MathMethods, PointwiseMethods, ShapeMethods, OrderingMethods):
+class Tensor(MathMethods, PointwiseMethods, ShapeMethods, OrderingMethods, IndexingMethods, DtypeMethods):
     """An n-dimensional array that records how it was computed, for reverse-mode autodiff.
 
     Attributes:
@@ -255,22 +258,6 @@ class Tensor(MathMethods, PointwiseMethods, ShapeMethods, OrderingMethods):
 
     def tolist(self) -> Any:
         return self.data.tolist()
-
-    def to(self, dtype: Any) -> Tensor:
-        if self.dtype == np.dtype(dtype):
-            return self
-        if np.dtype(dtype).kind not in "fc":  # integer and boolean tensors never require grad
-            return Tensor._make(self.data.astype(dtype), None)
-        return Cast.apply(self, dtype=dtype)
-
-    def float(self) -> Tensor:
-        return self.to(np.float32)
-
-    def double(self) -> Tensor:
-        return self.to(np.float64)
-
-    def long(self) -> Tensor:
-        return self.to(np.int64)
 
     def __bool__(self) -> bool:
         if self.data.size != 1:  # `if x > 0:` on a whole tensor: say which tensor, as PyTorch does

@@ -57,9 +57,11 @@ def arrays(shape: Any, low: float = -3.0, high: float = 3.0, dtype: Any = np.flo
     """Finite float arrays with values in [low, high].
 
     `shape` is a shape or a strategy of shapes. With away_from_zero > 0 the values keep at
-    least that distance from 0 (for log, division, sqrt or |x| at its kink).
+    least that distance from 0 (for log, division, sqrt or |x| at its kink). Subnormal numbers
+    are left out: products such as g * b / z underflow in them differently from one library to
+    the next (the extremes have tests of their own).
     """
-    elements = st.floats(low, high, allow_nan=False, allow_infinity=False, width=64)
+    elements = st.floats(low, high, allow_nan=False, allow_infinity=False, allow_subnormal=False, width=64)
     if away_from_zero > 0:
         elements = elements.filter(lambda v: abs(v) >= away_from_zero)
     return hnp.arrays(dtype=dtype, shape=shape, elements=elements)

@@ -278,10 +278,9 @@ class Hypot(Function):
     @staticmethod
     def backward(ctx, g):
         a, b, z = ctx.saved
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scale = g / z
-            da = scale * a if ctx.needs_input_grad[0] else None
-            db = scale * b if ctx.needs_input_grad[1] else None
+        with np.errstate(divide="ignore", invalid="ignore"):  # |a / z| <= 1 for a tiny z; 0/0 is nan
+            da = g * (a / z) if ctx.needs_input_grad[0] else None
+            db = g * (b / z) if ctx.needs_input_grad[1] else None
         return da, db
 
 
