@@ -2,7 +2,7 @@
 
 Every method is written out (no attributes attached at import time): here, and in the base
 classes of tensor_math.py, tensor_pointwise.py, tensor_shape.py, tensor_ordering.py,
-tensor_indexing.py and tensor_dtype.py. Each hands the math to an
+tensor_indexing.py, tensor_statistics.py and tensor_dtype.py. Each hands the math to an
 op in `minigrad.ops`, where forward and backward sit side by side.
 """
 
@@ -30,6 +30,7 @@ from .tensor_math import MathMethods
 from .tensor_ordering import OrderingMethods
 from .tensor_pointwise import PointwiseMethods
 from .tensor_shape import ShapeMethods
+from .tensor_statistics import StatisticsMethods
 
 # bool < integer < float < complex: an in-place result may not move up this order.
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
@@ -54,7 +55,8 @@ def to_array(data: Any, dtype: Any = None) -> np.ndarray:
     return arr
 
 
-class Tensor(MathMethods, PointwiseMethods, ShapeMethods, OrderingMethods, IndexingMethods, DtypeMethods):
+class Tensor(MathMethods, PointwiseMethods, ShapeMethods, OrderingMethods, IndexingMethods,
+             StatisticsMethods, DtypeMethods):
     """An n-dimensional array that records how it was computed, for reverse-mode autodiff.
 
     Attributes:
