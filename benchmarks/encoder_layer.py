@@ -65,7 +65,7 @@ def primitive_layer(layer: nn.TransformerEncoderLayer, x: mg.Tensor, causal: boo
         return (h - mu) / (var + m.eps).sqrt() * m.weight + m.bias
 
     def softmax(s: mg.Tensor) -> mg.Tensor:
-        e = (s - s.max(-1, keepdim=True).detach()).exp()
+        e = (s - s.amax(-1, keepdim=True).detach()).exp()
         return e / e.sum(-1, keepdim=True)
 
     attn = layer.self_attn

@@ -49,7 +49,7 @@ def checks(sub: Any) -> list[Check]:
             x = Tensor(rng.normal(0, 1, (2, 5, D_MODEL)))
             m = None if mask is None else Tensor(mask)
             got = mine(x, mask=m)
-            want = ref(x, src_mask=m)
+            want = ref(x, attend_mask=m)
             if not isinstance(got, Tensor) or got.shape != want.shape:
                 raise Fail(f"the output should be a Tensor of shape {want.shape}")
             if not close(got.data, want.data):
@@ -86,7 +86,7 @@ def checks(sub: Any) -> list[Check]:
 
     def reference(x: Tensor, mask: Any = None) -> Tensor:
         student(x)  # builds the pair once
-        return layer["ref"](x, src_mask=mask)
+        return layer["ref"](x, attend_mask=mask)
 
     worked = Case({"x": rng.normal(0, 1, (1, 3, D_MODEL))}, label="x (1, 3, 4)")
     causal = {"mask": Tensor(np.tri(2, dtype=bool))}

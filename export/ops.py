@@ -244,6 +244,7 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     rounding.Trunc: torch.trunc,
     rounding.Remainder: torch.remainder,
     rounding.Fmod: torch.fmod,
+    rounding.RoundedDivide: lambda a, b, *, mode="floor": torch.div(a, b, rounding_mode=mode),
     # linear algebra and casts
     linalg.MatMul: torch.matmul,
     linalg.Cast: lambda x, *, dtype: x.to(torch_dtype(dtype)),

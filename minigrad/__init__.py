@@ -7,15 +7,19 @@
 
 import numpy as np
 
-from . import _source_tree, optim
+from . import _source_tree, linalg, optim
 from .autograd import Function, enable_grad, is_grad_enabled, no_grad, set_grad_enabled, unbroadcast
 from .creation import (
     arange,
     as_tensor,
     cat,
+    empty,
+    empty_like,
     eye,
+    from_numpy,
     full,
     full_like,
+    linspace,
     maximum,
     minimum,
     ones,
@@ -116,6 +120,23 @@ from .functions import (
     trunc,
     unsqueeze,
 )
+from .functions_indexing import (
+    bmm,
+    broadcast_to,
+    diagonal,
+    einsum,
+    gather,
+    index_add,
+    index_select,
+    masked_select,
+    mm,
+    nonzero,
+    outer,
+    repeat_interleave,
+    scatter,
+    scatter_add,
+    take_along_dim,
+)
 from .functions_shape import (
     clone,
     concat,
@@ -135,6 +156,7 @@ from .functions_shape import (
     unflatten,
     vstack,
 )
+from .functions_statistics import median, multinomial, norm
 from .gradcheck import GradcheckError, gradcheck
 from .memory import keep_freed_memory
 from .random import manual_seed
@@ -145,8 +167,10 @@ from .viz.anomaly import AnomalyError, detect_anomaly
 
 float32, float64, int64, int32 = np.float32, np.float64, np.int64, np.int32
 bool_ = np.bool_
+float16, int8, int16, uint8 = np.float16, np.int8, np.int16, np.uint8
+bool = np.bool_  # mg.bool, as torch.bool (this shadows the builtin in this module only)
 
-__version__ = "0.1.1"
+__version__ = "0.2.0"
 
 keep_freed_memory()
 
@@ -174,4 +198,14 @@ __all__ += [  # copies, moves, repeats and joins (functions_shape.py)
 ]
 __all__ += [  # products, running sums, sorting and counting (tensor_ordering.py)
     "argsort", "count_nonzero", "cumprod", "cumsum", "prod", "sort", "topk",
+]
+# mg.bool is left out of __all__: `from minigrad import *` would break isinstance(v, bool)
+__all__ += [  # creation, dtypes, median, norms and sampling (creation.py, functions_statistics.py)
+    "empty", "empty_like", "float16", "from_numpy", "int8", "int16", "linalg", "linspace",
+    "median", "multinomial", "norm", "uint8",
+]
+__all__ += [  # indexing, einsum and matrix products (functions_indexing.py)
+    "bmm", "broadcast_to", "diagonal", "einsum", "gather", "index_add", "index_select",
+    "masked_select", "mm", "nonzero", "outer", "repeat_interleave", "scatter", "scatter_add",
+    "take_along_dim",
 ]

@@ -50,6 +50,7 @@ class Function:
     out_hooks: list | None = None  # hooks of the output tensor (register_hook on a non-leaf)
     retained: Any = None  # weakref to the output tensor when it asked to retain_grad()
     edits: int = 0  # the global count of in-place edits when forward ran (see versions.py)
+    parents: tuple = ()  # the nodes that made the inputs, when forward ran (y[i] = v rebinds y)
 
     def save_for_backward(self, *arrays: Any) -> None:
         """Keep arrays for backward; the engine frees them once backward has used them.
@@ -74,6 +75,7 @@ class Function:
             needs = tuple([t.requires_grad for t in inputs])
             if True in needs:
                 ctx.inputs = inputs
+                ctx.parents = tuple([t._node for t in inputs])
                 ctx.needs_input_grad = needs
                 ctx.scope = state.scope
                 ctx.edits = _versions.edits
@@ -137,8 +139,7 @@ def _toposort(root: Function) -> list[Function]:
             continue
         visited.add(id(node))
         stack.append((node, True))
-        for t in node.inputs:
-            parent = t._node
+        for parent in node.parents:
             if parent is not None and id(parent) not in visited:
                 stack.append((parent, False))
     order.reverse()
@@ -189,15 +190,15 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
             for observer in observers:
                 observer(node, g, grads)
             holds_activation = False
-            for t, gi in zip(node.inputs, grads):  # the chain rule: add each input's share
-                if gi is None or not t.requires_grad:
+            for t, parent, need, gi in zip(node.inputs, node.parents, node.needs_input_grad, grads):
+                if gi is None or not need:  # the chain rule: add each input's share
                     continue
                 if type(gi) is not np.ndarray or gi.shape != t.data.shape:
                     gi = _fit(gi, t.data.shape, node)  # a numpy scalar, or broadcast by forward
-                if t._node is None:
+                if parent is None:
                     _add_leaf(leaves, t, gi)
                 else:
-                    key = id(t._node)
+                    key = id(parent)
                     prev = pending.get(key)
                     pending[key] = gi if prev is None else prev + gi
                     if t.data.size > KEEP_VALUES:

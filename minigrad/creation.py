@@ -46,9 +46,59 @@ def ones(*size: Any, dtype: Any = np.float32, requires_grad: bool = False) -> Te
     return _made(np.ones(_shape(size, "ones"), dtype=dtype), requires_grad)
 
 
-def full(size: Sequence[int], fill_value: float, dtype: Any = np.float32,
+def _fill_dtype(fill_value: Any) -> np.dtype:
+    """torch.full's dtype for a fill and no dtype: bool for a bool, int64 for an int, float32
+    for a float, complex64 for a complex (numpy scalars count as the Python number they hold)."""
+    if isinstance(fill_value, (bool, np.bool_)):
+        return np.dtype(np.bool_)
+    if isinstance(fill_value, (int, np.integer)):
+        return np.dtype(np.int64)
+    if isinstance(fill_value, (complex, np.complexfloating)):
+        return np.dtype(np.complex64)
+    return np.dtype(np.float32)
+
+
+def full(size: Sequence[int], fill_value: float, dtype: Any = None,
          requires_grad: bool = False) -> Tensor:
+    """A tensor of `size` filled with `fill_value`; without a dtype, as torch.full: int64 for
+    an int fill, bool for a bool, float32 for a float (`full((2,), 1.0)`, not `1`, for floats)."""
+    dtype = _fill_dtype(fill_value) if dtype is None else dtype
     return _made(np.full(_shape((size,), "full"), fill_value, dtype=dtype), requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """As torch.empty: a tensor of `size` whose values are not to be relied on (here zeros)."""
+    return _made(np.zeros(_shape(size, "empty"), dtype=dtype or np.float32), requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, dtype: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """`steps` values evenly spaced from start to end, both included (float32 unless `dtype`).
+
+    For an integer dtype start and end are truncated to integers first and the values, computed
+    in float64, truncated toward zero, as torch.linspace does; where a value lands within
+    rounding of an integer, torch's vectorised kernel can give the integer below instead.
+    """
+    if not isinstance(steps, (int, np.integer)) or isinstance(steps, (bool, np.bool_)):
+        raise TypeError(f"linspace: steps must be an int, not {steps!r}")
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    start, end = (float(getattr(v, "data", v)) for v in (start, end))  # 0-d tensors too
+    if dtype is not None and np.dtype(dtype).kind in "biu":
+        start, end = float(int(start)), float(int(end))
+    values = np.linspace(start, end, int(steps), dtype=np.float64)
+    return _made(values.astype(dtype or np.float32), requires_grad)
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor sharing `ndarray`'s memory and dtype, as torch.from_numpy: changing one
+    changes the other."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"from_numpy: expected an np.ndarray, got {type(ndarray).__name__}")
+    if ndarray.dtype.kind not in "biufc":
+        raise TypeError(f"from_numpy: cannot make a tensor from an array of {ndarray.dtype}; "
+                        "supported are bool, integer, float and complex arrays")
+    return Tensor._make(ndarray, None)
 
 
 def eye(n: int, m: int | None = None, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:
@@ -95,6 +145,11 @@ def ones_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tens
 
 def full_like(x: Tensor, fill_value: float, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     return _like(x, fill_value, dtype, requires_grad)
+
+
+def empty_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """As torch.empty_like: x's shape and dtype (or `dtype`), values not to be relied on (zeros)."""
+    return _like(x, 0, dtype, requires_grad)
 
 
 def randn_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:

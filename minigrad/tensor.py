@@ -1,9 +1,9 @@
 """The Tensor: one numpy array, its gradient, and the node of the graph that made it.
 
 Every method is written out (no attributes attached at import time): here, and in the base
-classes of tensor_math.py, tensor_pointwise.py, tensor_shape.py, tensor_ordering.py,
-tensor_indexing.py, tensor_statistics.py and tensor_dtype.py. Each hands the math to an
-op in `minigrad.ops`, where forward and backward sit side by side.
+classes of tensor_arithmetic.py, tensor_math.py, tensor_pointwise.py, tensor_shape.py,
+tensor_ordering.py, tensor_indexing.py, tensor_statistics.py and tensor_dtype.py. Each hands
+the math to an op in `minigrad.ops`, where forward and backward sit side by side.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from .ops.elementwise import (
 )
 from .ops.linalg import MatMul
 from .ops.promotion import result_type, scalar_dtype
+from .tensor_arithmetic import ArithmeticMethods
 from .tensor_dtype import DtypeMethods
 from .tensor_indexing import IndexingMethods
 from .tensor_math import MathMethods
@@ -37,8 +38,8 @@ _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 
 def to_array(data: Any, dtype: Any = None) -> np.ndarray:
-    """The dtype policy: Python scalars and lists become float32 (bools stay bool), numpy
-    arrays keep their dtype, an explicit `dtype` wins."""
+    """The dtype policy, PyTorch's: Python floats (and lists with any float) become float32,
+    ints int64, bools bool; numpy arrays keep their dtype; an explicit `dtype` wins."""
     if isinstance(data, Tensor):
         data = data.data
     try:
@@ -48,15 +49,19 @@ def to_array(data: Any, dtype: Any = None) -> np.ndarray:
                          f"need equal lengths at every level, and values must fit the dtype ({e})") from None
     if dtype is not None or isinstance(data, (np.ndarray, np.generic)):
         return arr
-    if arr.dtype.kind in "iuf":
+    if arr.dtype.kind == "f":
         return arr.astype(np.float32)
+    if arr.dtype.kind == "u":  # numpy's choice for an int past int64's range
+        raise OverflowError(f"tensor: a value does not fit in int64 (at most {np.iinfo(np.int64).max})")
+    if arr.dtype.kind == "i":
+        return arr.astype(np.int64, copy=False)
     if arr.dtype.kind not in "b":
         raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} ({arr.dtype})")
     return arr
 
 
-class Tensor(MathMethods, PointwiseMethods, ShapeMethods, OrderingMethods, IndexingMethods,
-             StatisticsMethods, DtypeMethods):
+class Tensor(ArithmeticMethods, MathMethods, PointwiseMethods, ShapeMethods, OrderingMethods,
+             IndexingMethods, StatisticsMethods, DtypeMethods):
     """An n-dimensional array that records how it was computed, for reverse-mode autodiff.
 
     Attributes:
@@ -287,9 +292,9 @@ class Tensor(MathMethods, PointwiseMethods, ShapeMethods, OrderingMethods, Index
             return Tensor._make(np.asarray(other, dtype=scalar_dtype(self.dtype, other)), None)
         return Tensor._make(to_array(other), None)
 
-    def _binary(self, op: type[autograd.Function], a: Tensor, b: Tensor) -> Tensor:
+    def _binary(self, op: type[autograd.Function], a: Tensor, b: Tensor, **options: Any) -> Tensor:
         try:
-            return op.apply(a, b)
+            return op.apply(a, b, **options)
         except ValueError:
             try:
                 np.broadcast_shapes(a.shape, b.shape)

@@ -1,8 +1,12 @@
-"""Tensor methods that change the dtype: to, float, double, long.
+"""Tensor methods that change the dtype: to, type, float, double, half, long, int, bool.
 
 They live in a base class of Tensor, `DtypeMethods`, only to keep tensor.py short. A cast to a
 float dtype is the differentiable `Cast` op; a cast to an integer or boolean dtype leaves the
 graph (such tensors never require grad).
+
+`x.type()` names the dtype as PyTorch's legacy tensor types do, with minigrad's prefix:
+'minigrad.FloatTensor' for float32 where torch says 'torch.FloatTensor'. `x.type(name)` takes
+such a name (either prefix) or a dtype.
 """
 
 from __future__ import annotations
@@ -16,6 +20,32 @@ from .ops.linalg import Cast
 if TYPE_CHECKING:
     from .tensor import Tensor
 
+# PyTorch's legacy type names (torch.FloatTensor, ...) of the numpy dtypes minigrad can hold.
+TYPE_NAMES = {
+    np.dtype(np.float16): "HalfTensor", np.dtype(np.float32): "FloatTensor",
+    np.dtype(np.float64): "DoubleTensor", np.dtype(np.complex64): "ComplexFloatTensor",
+    np.dtype(np.complex128): "ComplexDoubleTensor", np.dtype(np.int8): "CharTensor",
+    np.dtype(np.int16): "ShortTensor", np.dtype(np.int32): "IntTensor",
+    np.dtype(np.int64): "LongTensor", np.dtype(np.uint8): "ByteTensor",
+    np.dtype(np.uint16): "UInt16Tensor", np.dtype(np.uint32): "UInt32Tensor",
+    np.dtype(np.uint64): "UInt64Tensor", np.dtype(np.bool_): "BoolTensor",
+}
+_BY_NAME = {name: dtype for dtype, name in TYPE_NAMES.items()}
+
+
+def type_name(dtype: np.dtype) -> str:
+    """'minigrad.FloatTensor' for float32, and so on (torch's names, minigrad's prefix)."""
+    return "minigrad." + TYPE_NAMES.get(np.dtype(dtype), f"{np.dtype(dtype).name.capitalize()}Tensor")
+
+
+def dtype_of_type_name(name: str) -> np.dtype:
+    """The dtype a type name such as 'minigrad.DoubleTensor' (or 'torch.DoubleTensor') names."""
+    prefix, _, short = name.rpartition(".")
+    if prefix not in ("minigrad", "torch") or short not in _BY_NAME:
+        raise ValueError(f"type: invalid type {name!r}; pass a dtype (mg.float64) or a name such as "
+                         "'minigrad.DoubleTensor'")
+    return _BY_NAME[short]
+
 
 class DtypeMethods:
     """The dtype methods of Tensor (see tensor.py for the rest)."""
@@ -25,12 +55,36 @@ class DtypeMethods:
     dtype: np.dtype
     _make: Any
 
-    def to(self, dtype: Any) -> Tensor:
-        if self.dtype == np.dtype(dtype):
+    def to(self, *args: Any, dtype: Any = None, copy: bool = False) -> Tensor:
+        """This tensor with `dtype`, as torch's `to`: `x.to(mg.float64)`, `x.to(other)` (other's
+        dtype), `x.to(dtype=...)`. Itself when it has that dtype already, unless copy=True.
+
+        minigrad has one device, so there is no device argument.
+        """
+        if len(args) > 1:
+            raise TypeError(f"to: expected one dtype or tensor, got {len(args)} arguments")
+        if args:
+            if dtype is not None:
+                raise TypeError("to: the dtype was given both as an argument and as dtype=")
+            dtype = args[0].dtype if isinstance(args[0], DtypeMethods) else args[0]
+        try:
+            target = self.dtype if dtype is None else np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"to: expected a dtype or a tensor, not {dtype!r}") from None
+        if target == self.dtype and not copy:
             return self  # type: ignore[return-value]
-        if np.dtype(dtype).kind not in "fc":  # integer and boolean tensors never require grad
-            return self._make(self.data.astype(dtype), None)
-        return Cast.apply(self, dtype=dtype)
+        if target.kind not in "fc":  # integer and boolean tensors never require grad
+            return self._make(self.data.astype(target), None)
+        return Cast.apply(self, dtype=target)
+
+    def type(self, dtype: Any = None) -> str | Tensor:
+        """With no argument the type name ('minigrad.FloatTensor' for float32, as torch's
+        'torch.FloatTensor'); else this tensor cast to `dtype`, a dtype or such a name."""
+        if dtype is None:
+            return type_name(self.dtype)
+        if isinstance(dtype, str):
+            dtype = dtype_of_type_name(dtype)
+        return self.to(dtype)
 
     def float(self) -> Tensor:
         return self.to(np.float32)
@@ -38,5 +92,16 @@ class DtypeMethods:
     def double(self) -> Tensor:
         return self.to(np.float64)
 
+    def half(self) -> Tensor:
+        return self.to(np.float16)
+
     def long(self) -> Tensor:
         return self.to(np.int64)
+
+    def int(self) -> Tensor:
+        """int32, rounding toward zero (as PyTorch's `.int()`)."""
+        return self.to(np.int32)
+
+    def bool(self) -> Tensor:
+        """True where the value is nonzero."""
+        return self.to(np.bool_)

@@ -112,15 +112,30 @@ class MathMethods:
         self._float_only("mean")
         return Mean.apply(self, dim=dim, keepdim=keepdim)
 
-    def max(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
-        """The largest values over dim (ties share the gradient). Returns values only, like
-        PyTorch's `amax`; use `argmax` for the positions."""
+    def max(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        """x.max(): the largest value, a tensor (tied maxima share the gradient).
+        x.max(dim): a named tuple (values, indices), as PyTorch; see `_extreme`.
+        x.max(other_tensor) is `maximum`, as in PyTorch."""
+        if hasattr(dim, "data"):
+            return self.maximum(dim)
+        if dim is None:
+            return Max.apply(self)
+        return self._extreme(dim, keepdim, "max")
+
+    def min(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        """x.min(): the smallest value; x.min(dim): a named tuple (values, indices)."""
+        if hasattr(dim, "data"):
+            return self.minimum(dim)
+        if dim is None:
+            return Min.apply(self)
+        return self._extreme(dim, keepdim, "min")
+
+    def amax(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+        """The largest values over dim (one, several or all), ties sharing the gradient."""
         return Max.apply(self, dim=dim, keepdim=keepdim)
 
-    def min(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    def amin(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
         return Min.apply(self, dim=dim, keepdim=keepdim)
-
-    amax, amin = max, min
 
     def var(self, dim: Dim = None, keepdim: bool = False, correction: int = 1) -> Tensor:
         """Variance over dim; correction=1 divides by n - 1 (unbiased), as PyTorch."""

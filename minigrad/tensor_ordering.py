@@ -28,6 +28,20 @@ class SortResult(NamedTuple):
     indices: Tensor
 
 
+class MaxResult(NamedTuple):
+    """What `max(dim)` returns, as torch.return_types.max: `values, indices = x.max(dim=1)`."""
+
+    values: Tensor
+    indices: Tensor
+
+
+class MinResult(NamedTuple):
+    """What `min(dim)` returns, as torch.return_types.min."""
+
+    values: Tensor
+    indices: Tensor
+
+
 class TopKResult(NamedTuple):
     """What `topk` returns, as torch.return_types.topk: `values, indices = x.topk(k)`."""
 
@@ -104,6 +118,30 @@ class OrderingMethods:
             idx = idx.reshape(()) if k else idx
         values = GatherSorted.apply(self, indices=idx, dim=axis)
         return TopKResult(values, self._make(idx.astype(np.int64, copy=False), None))
+
+    # ------------------------------------------------------------------ extremes along one dim
+
+    def _extreme(self, dim: int, keepdim: bool, op: str) -> MaxResult | MinResult:
+        """(values, indices) of the largest (smallest) element along one dim, as PyTorch's
+        max(dim) / min(dim): the first of tied elements wins, a NaN wins over any number, and
+        the gradient of the values goes to the element picked (amax / amin share it among ties)."""
+        if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+            raise TypeError(f"{op}: dim must be one int, got {dim!r}; for several dims use "
+                            f"a{op}(dim=...), which returns the values only")
+        axis = one_axis(dim, self.ndim, op)
+        if self.ndim and self.shape[axis] == 0:
+            raise IndexError(f"{op}: cannot reduce the empty dim {dim} of a tensor of shape {self.shape}")
+        flat = self.data.reshape(1) if self.ndim == 0 else self.data
+        pick = np.argmax if op == "max" else np.argmin  # NaN counts as the extreme in both
+        idx = np.expand_dims(pick(flat, axis=axis), axis)
+        if self.ndim == 0:
+            idx = idx.reshape(())
+        values = GatherSorted.apply(self, indices=idx, dim=axis)
+        indices = idx
+        if not keepdim and self.ndim:
+            values, indices = values.squeeze(axis), np.squeeze(idx, axis)
+        result = MaxResult if op == "max" else MinResult
+        return result(values, self._make(indices.astype(np.int64, copy=False), None))
 
     # ------------------------------------------------------------------ counting (no grad)
 

@@ -32,6 +32,7 @@ from .ops.pointwise import (
     Sinh,
     Tan,
 )
+from .ops.promotion import result_type
 from .ops.reduce import normalize_dims
 from .ops.rounding import Ceil, Floor, Fmod, Remainder, Round, Sign, Trunc
 from .tensor_shape import Dim
@@ -277,14 +278,36 @@ class PointwiseMethods:
 
     __hash__ = object.__hash__  # identity, as in PyTorch; __eq__ is elementwise
 
-    def __invert__(self) -> Tensor:
-        return self._compare(None, lambda a, _: ~a)
+    # ------------------------------------------------------------------ bitwise (no grad)
 
-    def __and__(self, other: Any) -> Tensor:
-        return self._compare(other, np.logical_and)
+    def _bitwise(self, other: Any, op: Callable, name: str) -> Tensor:
+        """Bitwise on integers, logical on bools, as in PyTorch; the dtypes follow the one rule
+        (int32 & 1 stays int32, bool & int64 is int64); a float operand is refused."""
+        b = self._other(other) if other is not None else self
+        dtype = result_type(self.data, b.data)
+        if dtype.kind not in "biu":
+            raise TypeError(f"{name}: bitwise ops take integer or bool tensors, got {self.dtype}"
+                            + ("" if other is None else f" and {b.dtype}"))
+        a, b = self.data.astype(dtype, copy=False), b.data.astype(dtype, copy=False)
+        return self._make(np.asarray(op(a) if other is None else op(a, b)), None)
 
-    def __or__(self, other: Any) -> Tensor:
-        return self._compare(other, np.logical_or)
+    def bitwise_and(self, other: Any) -> Tensor:
+        return self._bitwise(other, np.bitwise_and, "bitwise_and")
+
+    def bitwise_or(self, other: Any) -> Tensor:
+        return self._bitwise(other, np.bitwise_or, "bitwise_or")
+
+    def bitwise_xor(self, other: Any) -> Tensor:
+        return self._bitwise(other, np.bitwise_xor, "bitwise_xor")
+
+    def bitwise_not(self) -> Tensor:
+        """~x: each bit flipped for integers (~5 = -6), logical not for bools."""
+        return self._bitwise(None, np.invert, "bitwise_not")
+
+    __and__ = __rand__ = bitwise_and
+    __or__ = __ror__ = bitwise_or
+    __xor__ = __rxor__ = bitwise_xor
+    __invert__ = bitwise_not
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         return self._make(np.asarray(np.argmax(self.data, axis=dim, keepdims=keepdim)), None)

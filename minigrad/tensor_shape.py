@@ -32,7 +32,30 @@ class ShapeMethods:
         shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
         return self if shape == self.shape else Reshape.apply(self, shape=shape)
 
-    view = reshape
+    def view(self, *shape: Any) -> Tensor:
+        """`reshape` (minigrad's arrays are always viewable), or with a dtype, the same bytes
+        read as that dtype, as PyTorch's view(dtype): x.view(np.int32) of float32 gives the bit
+        patterns; the last dim scales by the ratio of the item sizes. The bits carry no gradient."""
+        if len(shape) == 1 and isinstance(shape[0], (type, np.dtype, str)):
+            return self._view_dtype(np.dtype(shape[0]))
+        return self.reshape(*shape)
+
+    def _view_dtype(self, dtype: np.dtype) -> Tensor:
+        if dtype == self.dtype:
+            return self  # type: ignore[return-value]
+        if self.requires_grad and dtype.kind in "fc":
+            raise RuntimeError(f"view: reading the bytes of a {self.dtype} tensor that requires grad as "
+                               f"{dtype} has no gradient; call .detach().view({dtype}) to say so")
+        if self.ndim == 0 and dtype.itemsize != self.dtype.itemsize:
+            raise RuntimeError(f"view: a 0-d {self.dtype} tensor cannot be viewed as {dtype}, whose "
+                               "item size differs")
+        try:
+            data = np.ascontiguousarray(self.data).view(dtype)
+        except ValueError:
+            raise RuntimeError(f"view: the last dim of shape {self.shape} ({self.shape[-1]} x "
+                               f"{self.dtype.itemsize} bytes) does not divide into {dtype} items "
+                               f"of {dtype.itemsize} bytes") from None
+        return self._make(data, None)
 
     def permute(self, *dims: Any) -> Tensor:
         dims = tuple(dims[0]) if len(dims) == 1 and not isinstance(dims[0], int) else dims
@@ -308,13 +331,14 @@ def _ints_first(index: tuple) -> tuple[tuple, tuple] | None:
     return tuple(first), tuple(then)
 
 
-def _to_index(index: Any) -> Any:
-    """Index parts as numpy understands them: tensors and lists become arrays."""
-    if isinstance(index, tuple):
-        return tuple(_to_index(i) for i in index)
+def _to_index(index: Any, top: bool = True) -> Any:
+    """Index parts as numpy understands them: tensors, lists, and tuples inside the index
+    tuple become arrays (y[1, (2, 1, 0), idx] indexes with three positions, as PyTorch)."""
+    if isinstance(index, tuple) and top:
+        return tuple(_to_index(i, top=False) for i in index)
     if isinstance(index, ShapeMethods):  # a Tensor
         index = index.data
-    elif isinstance(index, list):
+    elif isinstance(index, (list, tuple)):
         # An empty list is an integer index that selects nothing (t[[]] has shape (0, ...), as
         # in PyTorch); numpy alone would make it a float array and refuse it.
         index = np.asarray(index) if index else np.zeros(0, dtype=np.int64)

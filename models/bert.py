@@ -147,7 +147,7 @@ class BERT(nn.Module):
         if pad_mask is None:
             pad_mask = nn.padding_mask(idx, pad=self.config.pad_id)  # (B, 1, 1, T)
         x = self.embed(idx, segments)  # (B, T, C)
-        x = self.encoder(x, mask=pad_mask)  # (B, T, C): every token sees every real token
+        x = self.encoder(x, attend_mask=pad_mask)  # (B, T, C): every token sees every real token
         nsp_logits = self.nsp_head(x)  # (B, 2)
         if positions is not None:
             x = x[np.asarray(getattr(positions, "data", positions), dtype=bool)]  # (N, C)

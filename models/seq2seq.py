@@ -111,7 +111,7 @@ class Seq2Seq(nn.Module):
         """The memory (B, S, C) the decoder attends to, and the source padding mask (B, 1, 1, S)."""
         self._check("encode", src)
         src_mask = nn.padding_mask(src, pad=self.config.pad_id)  # (B, 1, 1, S)
-        memory = self.encoder(self.embed(src), mask=src_mask)  # (B, S, C)
+        memory = self.encoder(self.embed(src), attend_mask=src_mask)  # (B, S, C)
         return memory, src_mask
 
     def decode(self, tgt_in: Tensor, memory: Tensor, src_mask: Tensor) -> Tensor:
@@ -119,7 +119,7 @@ class Seq2Seq(nn.Module):
         self._check("decode", tgt_in)
         T = tgt_in.shape[1]
         x = self.embed(tgt_in)  # (B, T, C)
-        x = self.decoder(x, memory, tgt_mask=nn.causal_mask(T), memory_mask=src_mask)  # (B, T, C)
+        x = self.decoder(x, memory, attend_mask=nn.causal_mask(T), memory_attend_mask=src_mask)  # (B, T, C)
         return self.head(x)  # (B, T, V)
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:

@@ -1,6 +1,6 @@
 """minigrad.nn: modules, layers, attention and transformer blocks built on minigrad tensors."""
 
-from . import attention_drawing, functional, init
+from . import attention_drawing, functional, init, utils
 from .attention import (
     AdditiveAttention,
     BilinearAttention,
@@ -10,6 +10,7 @@ from .attention import (
     padding_mask,
 )
 from .attention_maps import AttentionMaps, AttentionRecord, record_attention
+from .bilinear import Bilinear
 from .layers import (
     ELU,
     GELU,
@@ -45,9 +46,11 @@ from .losses import (
     SmoothL1Loss,
 )
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential, evaluating
+from .normalization import GroupNorm
 from .packed_attention import KVCache
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
-from .recurrent import GRUCell, RNNCell
+from .recurrent import GRUCell, LSTMCell, RNNCell
+from .recurrent_layers import GRU, LSTM, RNN
 from .transformer import (
     TransformerDecoder,
     TransformerDecoderLayer,
@@ -68,6 +71,12 @@ __all__ = [
     "Softplus",
     # containers and shape
     "Flatten", "ModuleDict", "Unflatten",
+    # submodules
+    "utils",
+    # recurrent layers
+    "GRU", "LSTM", "LSTMCell", "RNN",
+    # normalization and bilinear layers
+    "Bilinear", "GroupNorm",
 ]
 
 attention_drawing.register_attention_drawings()  # draw_graph(expand_fused=True) draws attention as its steps

@@ -174,7 +174,7 @@ def _norm_at_least(x: Tensor, p: float, dim: Any, eps: float) -> Tensor:
     instead: the root's gradient at 0 is inf, and inf times the zero gradient that the
     clamp passes back would be NaN."""
     if p == float("inf"):
-        norm = x.abs().max(dim, keepdim=True)
+        norm = x.abs().amax(dim, keepdim=True)
         return norm.masked_fill(norm.data < eps, eps)
     powered = x * x if p == 2 else (x.abs() if p == 1 else x.abs() ** p)
     total = powered.sum(dim, keepdim=True)

@@ -31,10 +31,18 @@ from .functional import _need_tensor, linear
 from .functional_attention import attention_reference, check_float_mask, mask_dtype_error
 from .fused_attention import _causal
 from .layers import Linear
+from .mask_conventions import combine_masks, from_torch_masks
 from .module import Module, Parameter
 from .packed_attention import KVCache
 
 # ----------------------------------------------------------------------------- masks
+
+
+def _batch_first(name: str, batch_first: bool) -> None:
+    """minigrad is batch-first: accept PyTorch's batch_first=True, refuse False clearly."""
+    if not batch_first:
+        raise ValueError(f"{name}: minigrad is batch-first, (B, T, E); batch_first=False is not "
+                         "supported: pass (B, T, E) inputs (x.transpose(0, 1) of a (T, B, E) one)")
 
 
 def causal_mask(T: int, S: int | None = None) -> Tensor:
@@ -141,12 +149,18 @@ class MultiheadAttention(Module):
         - query: (B, Tq, E); key: (B, Tk, kdim); value: (B, Tk, vdim)
         - mask: (Tq, Tk), (B, Tq, Tk) or (B or 1, H or 1, Tq, Tk), bool or float (a 2-D mask
           is always (Tq, Tk); for key padding use `padding_mask`, which gives (B, 1, 1, Tk))
-        - Output: (B, Tq, E); weights (with need_weights): (B, H, Tq, Tk), per head
+        - key_padding_mask (PyTorch's): (B, Tk); attn_mask (PyTorch's): (Tq, Tk) or (B * H, Tq, Tk)
+        - Output: (B, Tq, E); weights (with need_weights): (B, Tq, Tk), or (B, H, Tq, Tk) per
+          head with average_attn_weights=False
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 kdim: int | None = None, vdim: int | None = None, fused: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = True, *, fused: bool = True,
                  init: str = "xavier"):
+        _batch_first("MultiheadAttention", batch_first)
+        if add_bias_kv or add_zero_attn:
+            raise ValueError("MultiheadAttention: add_bias_kv and add_zero_attn are not supported")
         if num_heads <= 0 or embed_dim % num_heads != 0:
             raise ValueError(
                 f"MultiheadAttention: embed_dim {embed_dim} is not divisible by num_heads {num_heads}"
@@ -170,12 +184,35 @@ class MultiheadAttention(Module):
                 if proj.bias is not None:
                     nn_init.zeros_(proj.bias)
 
-    def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Any = None,
-                is_causal: bool = False, need_weights: bool = False,
-                cache: KVCache | None = None) -> Tensor | tuple[Tensor, Tensor]:
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Any = None,
+                need_weights: bool | None = None, attn_mask: Any = None, average_attn_weights: bool = True,
+                is_causal: bool = False, *, mask: Any = None, cache: KVCache | None = None) -> Any:
         """Attend from each query position to the key/value positions; see the class Shape.
-        With a `cache` (self-attention only), to the cached positions too; see `KVCache`."""
+        With a `cache` (self-attention only), to the cached positions too; see `KVCache`.
+
+        PyTorch's arguments keep PyTorch's meaning: in `key_padding_mask` (B, Tk) and
+        `attn_mask` ((Tq, Tk) or (B * H, Tq, Tk)) a bool True is masked out (minigrad's own
+        `mask=` says where a query may attend); need_weights=True returns (output, weights),
+        averaged over the heads unless average_attn_weights=False, and need_weights=False
+        returns (output, None). Without need_weights the output alone is returned. Returned
+        weights are differentiable, as in PyTorch (the composed `attention_reference` runs).
+        """
         B, Tq, Tk = self._check(query, key, value)
+        H = self.num_heads
+        if key_padding_mask is not None or attn_mask is not None:
+            Ts = Tk if cache is None else cache.length + Tk
+            mask = combine_masks(self._mask(mask, (B, H, Tq, Ts)), from_torch_masks(
+                "MultiheadAttention", attn_mask, key_padding_mask, B, H, Tq, Ts))
+        out = self._attend(query, key, value, mask, is_causal, bool(need_weights), cache, B, Tq, Tk)
+        if need_weights is None:
+            return out
+        if not need_weights:
+            return out, None
+        out, weights = out  # (B, Tq, E), (B, H, Tq, Tk)
+        return out, (weights.mean(1) if average_attn_weights else weights)
+
+    def _attend(self, query: Tensor, key: Tensor, value: Tensor, mask: Any, is_causal: bool,
+                need_weights: bool, cache: KVCache | None, B: int, Tq: int, Tk: int) -> Any:
         H, D = self.num_heads, self.head_dim
         self_attention = query is key is value and isinstance(query, Tensor)
         packs = self_attention and self.kdim == self.vdim == self.embed_dim
@@ -183,13 +220,14 @@ class MultiheadAttention(Module):
             raise ValueError(
                 "MultiheadAttention: a KV cache is for fused self-attention: pass the same tensor as "
                 "query, key and value, with fused=True and kdim = vdim = embed_dim")
-        if self.fused and packs:
+        fast = self.fused and not (need_weights and cache is None)  # returned weights stay in the graph
+        if fast and packs:
             return self._packed(query, mask, is_causal, need_weights, cache)
         q = self.q_proj(query).reshape(B, Tq, H, D).transpose(1, 2)  # (B, H, Tq, D)
         k = self.k_proj(key).reshape(B, Tk, H, D).transpose(1, 2)  # (B, H, Tk, D)
         v = self.v_proj(value).reshape(B, Tk, H, D).transpose(1, 2)  # (B, H, Tk, D)
         mask = self._mask(mask, (B, H, Tq, Tk))
-        attend = F.scaled_dot_product_attention if self.fused else attention_reference
+        attend = F.scaled_dot_product_attention if fast else attention_reference
         out = attend(q, k, v, mask=mask, is_causal=is_causal,
                      dropout_p=self.dropout if self.training else 0.0, need_weights=need_weights)
         out, weights = out if need_weights else (out, None)  # (B, H, Tq, D), (B, H, Tq, Tk)

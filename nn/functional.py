@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from minigrad import Tensor, cat
+from minigrad import Tensor
 from minigrad.autograd import current_scope
 from minigrad.ops.reduce import LogSoftmax, Softmax
 from minigrad.viz import describe_scope
@@ -20,14 +20,16 @@ from . import kernels
 
 __all__ = [
     "attention_reference", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear",
-    "log_softmax", "mse_loss", "nll_loss", "packed_self_attention", "relu", "scaled_dot_product_attention",
+    "log_softmax", "nll_loss", "packed_self_attention", "relu", "scaled_dot_product_attention",
     "sigmoid", "softmax", "tanh", "tiled_attention",
     # activations.py
     "cosine_similarity", "elu", "hardtanh", "leaky_relu", "logsigmoid", "mish", "normalize", "one_hot",
     "silu", "softmin", "softplus",
     # losses.py
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "huber_loss", "kl_div", "l1_loss",
-    "smooth_l1_loss",
+    "mse_loss", "smooth_l1_loss",
+    # padding.py, normalization.py, bilinear.py
+    "bilinear", "group_norm", "pad",
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -166,146 +168,7 @@ def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
 
 
 # ----------------------------------------------------------------------------- losses
-
-
-def _check_targets(fn: str, logits: Tensor, target: Any, ignore_index: int) -> np.ndarray:
-    _need_tensor(fn, "the logits" if fn == "cross_entropy" else "the input", logits)
-    t = _int_array(fn, "target", target)
-    if logits.ndim == 0:
-        raise ValueError(f"{fn}: logits must have a class dimension, got a 0-d tensor")
-    if t.shape != logits.shape[:-1]:
-        raise ValueError(
-            f"{fn}: target of shape {t.shape} does not match logits of shape {logits.shape} "
-            f"(expected target shape {logits.shape[:-1]}: one class id per row, classes last)"
-        )
-    C = logits.shape[-1]
-    bad = (t != ignore_index) & ((t < 0) | (t >= C))
-    if bad.any():
-        raise ValueError(
-            f"{fn}: target holds class id {int(t[bad].flat[0])}, out of range for {C} classes "
-            f"(ids must lie in [0, {C - 1}] or equal ignore_index={ignore_index})"
-        )
-    return t
-
-
-def cross_entropy(logits: Tensor, target: Any, ignore_index: int = -100, reduction: str = "mean",
-                  label_smoothing: float = 0.0, *, weight: Tensor | None = None) -> Tensor:
-    """Softmax cross entropy of `logits` against class ids, fused (see kernels.CrossEntropy).
-
-    Unlike PyTorch, the class dimension is always the last one, for any number of leading
-    dimensions. Rows whose target is `ignore_index` are never read: they give loss 0 and a
-    gradient of exactly 0, whatever they hold (a PAD row masked to -inf, NaN). With
-    reduction="mean" they are left out of the average; if every row is ignored the result
-    is 0.0 (PyTorch gives nan), so a batch of padding only does not poison training.
-
-    `weight` (C,) weighs each class, as in PyTorch: row i's loss is multiplied by w[t_i] (the
-    smoothing term by each class's own weight), and "mean" divides by sum_i w[t_i] instead of
-    the row count. With weights the loss is composed from Tensor ops (see `_weighted_nll`).
-
-    Shape:
-        logits: (*, C); target: (*), integer ids in [0, C) or ignore_index; weight: (C,);
-        output: () for "mean" and "sum", (*) for "none".
-    """
-    _check_reduction("cross_entropy", reduction)
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must lie in [0, 1], not {label_smoothing}")
-    t = _check_targets("cross_entropy", logits, target, ignore_index)
-    keep = t != ignore_index
-    if keep.all():  # the common case: no copy
-        x, t_kept = logits, t
-    else:  # only the kept rows reach the kernel: log-softmax of an all -inf row would be nan
-        x, t_kept = logits.reshape(-1, logits.shape[-1])[keep.reshape(-1)], t[keep]  # (K, C), (K,)
-    if weight is not None:
-        w = _class_weight("cross_entropy", weight, logits)
-        logp = LogSoftmax.apply(x.reshape(-1, x.shape[-1]), dim=-1)  # (K, C)
-        return _weighted_nll(logp, t_kept.reshape(-1), keep, w, reduction, float(label_smoothing))
-    loss = kernels.CrossEntropy.apply(
-        x, Tensor._make(t_kept, None), ignore_index=ignore_index, reduction=reduction,
-        label_smoothing=float(label_smoothing),
-    )
-    return _put_back(loss, keep) if reduction == "none" else loss
-
-
-def nll_loss(log_probs: Tensor, target: Any, ignore_index: int = -100,
-             reduction: str = "mean", *, weight: Tensor | None = None) -> Tensor:
-    """Negative log likelihood: -log_probs[..., target], for log-probabilities (e.g. from
-    `log_softmax`); ignored rows are never read, and `weight` (C,) weighs the classes, as in
-    `cross_entropy`.
-
-    Shape:
-        log_probs: (*, C); target: (*); weight: (C,); output: () for "mean" and "sum", (*) for
-        "none".
-    """
-    _check_reduction("nll_loss", reduction)
-    t = _check_targets("nll_loss", log_probs, target, ignore_index)
-    keep = t != ignore_index
-    rows = log_probs.reshape(-1, log_probs.shape[-1])  # (N, C)
-    t_kept = t.reshape(-1)
-    if not keep.all():  # pick from the kept rows only (0 * -inf would be nan)
-        rows, t_kept = rows[keep.reshape(-1)], t[keep]  # (K, C), (K,)
-    if weight is not None:
-        return _weighted_nll(rows, t_kept, keep, _class_weight("nll_loss", weight, log_probs), reduction, 0.0)
-    loss = -rows[np.arange(t_kept.size), t_kept]  # (K,)
-    if reduction == "none":
-        return _put_back(loss, keep)
-    total = loss.sum()
-    return total if reduction == "sum" else total / max(t_kept.size, 1)
-
-
-def _class_weight(fn: str, weight: Any, logits: Tensor) -> Tensor:
-    """The class weights as a (C,) Tensor, or an error naming fn and the shapes."""
-    _need_tensor(fn, "weight", weight)
-    if weight.shape != logits.shape[-1:]:
-        raise ValueError(f"{fn}: weight has shape {weight.shape} but the input's {logits.shape[-1]} "
-                         f"classes need ({logits.shape[-1]},): one weight per class")
-    return weight
-
-
-def _weighted_nll(logp: Tensor, t: np.ndarray, keep: np.ndarray, w: Tensor, reduction: str,
-                  smoothing: float) -> Tensor:
-    """PyTorch's class-weighted loss of kept rows, from log-probabilities logp (K, C):
-        loss_i = (1 - s) * w[t_i] * -logp[i, t_i] + s / C * sum_c w[c] * -logp[i, c]
-    "mean" divides the sum by sum_i w[t_i]; "none" puts each row back in place (0 if ignored)."""
-    picked = -logp[np.arange(t.size), t] * w[t]  # (K,)
-    if smoothing:
-        picked = (1 - smoothing) * picked - (logp * w).sum(-1) * (smoothing / logp.shape[-1])
-    loss = picked
-    if reduction == "none":
-        return _put_back(loss, keep)
-    total = loss.sum()
-    return total if reduction == "sum" else total / w[t].sum()
-
-
-def _put_back(loss: Tensor, keep: np.ndarray) -> Tensor:
-    """The losses (K,) of the kept rows in their places in keep's shape (*), 0 at the ignored
-    ones. Each ignored place reads an appended constant 0, so its upstream gradient (even a
-    nan) goes nowhere."""
-    if keep.all():
-        return loss.reshape(keep.shape)
-    flat = keep.reshape(-1)
-    pos = np.where(flat, np.cumsum(flat) - 1, loss.shape[0])  # (N,): kept row k -> k, ignored -> K
-    padded = cat([loss.reshape(-1), Tensor(np.zeros(1, dtype=loss.dtype))])  # (K + 1,)
-    return padded[pos].reshape(keep.shape)
-
-
-def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
-    """Mean squared error (input - target)^2, averaged, summed, or elementwise ("none").
-
-    Shape:
-        input and target: the same shape (*); output: () or (*) for "none".
-    """
-    _check_reduction("mse_loss", reduction)
-    _need_tensor("mse_loss", "the input", input)
-    target = target if isinstance(target, Tensor) else Tensor(np.asarray(target, dtype=input.dtype))
-    if target.shape != input.shape:
-        raise ValueError(f"mse_loss: input of shape {input.shape} and target of shape "
-                         f"{target.shape} differ")
-    d = input - target
-    sq = d * d
-    if reduction == "none":
-        return sq
-    return sq.sum() if reduction == "sum" else sq.mean()
-
+# cross_entropy and nll_loss are in classification.py, the others in losses.py.
 
 # ----------------------------------------------------------------------------- normalization, dropout
 
@@ -360,6 +223,8 @@ from .activations import (  # noqa: E402, F401
     softmin,
     softplus,
 )
+from .bilinear import bilinear  # noqa: E402, F401
+from .classification import cross_entropy, nll_loss  # noqa: E402, F401
 from .functional_attention import (  # noqa: E402, F401
     attention_reference,
     packed_self_attention,
@@ -372,5 +237,8 @@ from .losses import (  # noqa: E402, F401
     huber_loss,
     kl_div,
     l1_loss,
+    mse_loss,
     smooth_l1_loss,
 )
+from .normalization import group_norm  # noqa: E402, F401
+from .padding import pad  # noqa: E402, F401

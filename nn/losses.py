@@ -17,10 +17,30 @@ from minigrad.autograd import Function
 from minigrad.ops.promotion import promote
 
 from .activations import Softplus
-from .functional import cross_entropy, mse_loss, nll_loss
+from .classification import cross_entropy, nll_loss
+from .functional import _check_reduction, _need_tensor
 from .module import Module
 
 _REDUCTIONS = ("none", "mean", "sum")
+
+
+def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
+    """Mean squared error (input - target)^2, averaged, summed, or elementwise ("none").
+
+    Shape:
+        input and target: the same shape (*); output: () or (*) for "none".
+    """
+    _check_reduction("mse_loss", reduction)
+    _need_tensor("mse_loss", "the input", input)
+    target = target if isinstance(target, Tensor) else Tensor(np.asarray(target, dtype=input.dtype))
+    if target.shape != input.shape:
+        raise ValueError(f"mse_loss: input of shape {input.shape} and target of shape "
+                         f"{target.shape} differ")
+    d = input - target
+    sq = d * d
+    if reduction == "none":
+        return sq
+    return sq.sum() if reduction == "sum" else sq.mean()
 
 
 def _reduce(fn: str, loss: Tensor, reduction: str, allowed: tuple[str, ...] = _REDUCTIONS) -> Tensor:

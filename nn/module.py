@@ -1,13 +1,15 @@
 """Module and Parameter: models as trees of modules, whose parameters are found by walking.
 
 A Module finds its parameters and children by looking at its attributes (lists, tuples and
-dicts included), so there is nothing to register and no `super().__init__()` to forget.
+dicts included), so there is nothing to register and no `super().__init__()` to forget. Only
+buffers (state saved with the model that is not a parameter, as a running count) are named
+with `register_buffer`, as in torch. The containers (Sequential, ...) are in containers.py.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
@@ -38,6 +40,25 @@ def _walk(name: str, value: Any) -> Iterator[tuple[str, Any]]:
             yield from _walk(f"{name}.{key}", item)
 
 
+class IncompatibleKeys(NamedTuple):
+    """What `load_state_dict` did not match, as torch's `_IncompatibleKeys`: names the model
+    has and the state dict lacks, and names the state dict has and the model lacks."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return f"IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
+
+    __str__ = __repr__
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
 class Module:
     """Base class of layers and models: subclasses set attributes and define `forward`."""
 
@@ -56,51 +77,118 @@ class Module:
     def _members(self) -> Iterator[tuple[str, Any]]:
         """Direct parameters and children, by the name a state dict uses."""
         for attr, value in vars(self).items():
-            if attr != "training":
+            if attr not in ("training", "_buffers"):
                 yield from _walk(attr, value)
 
-    def named_children(self) -> Iterator[tuple[str, Module]]:
+    def _child_items(self) -> Iterator[tuple[str, Module]]:
+        """Direct children, a module reached under two names yielded under both."""
         for name, value in self._members():
             if isinstance(value, Module):
                 yield name, value
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """(name, module) of each direct child, each module once."""
+        memo: set[Module] = set()
+        for name, m in self._child_items():
+            if m not in memo:
+                memo.add(m)
+                yield name, m
 
     def children(self) -> Iterator[Module]:
         for _, m in self.named_children():
             yield m
 
-    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
-        """This module and every module below it, each once, with dotted paths."""
-        seen: set[int] = set()
-        stack = [(prefix, self)]
+    def named_modules(self, memo: set[Module] | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
+        """This module and every module below it, depth first (a parent before its children,
+        children in order), with dotted paths, as torch. With remove_duplicate, a module
+        reached twice is yielded once; `memo` holds modules to leave out (and collects the ones
+        yielded)."""
+        memo = set() if memo is None else memo
+        stack = [(prefix, self)]  # a stack, not recursion: a deep chain must not hit the limit
         while stack:
             name, module = stack.pop()
-            if id(module) in seen:
+            if module in memo:
                 continue
-            seen.add(id(module))
+            if remove_duplicate:
+                memo.add(module)
             yield name, module
-            kids = [(f"{name}.{n}" if name else n, m) for n, m in module.named_children()]
-            stack.extend(reversed(kids))
+            stack.extend(reversed([(_join(name, n), m) for n, m in module._child_items()]))
 
     def modules(self) -> Iterator[Module]:
         for _, m in self.named_modules():
             yield m
 
-    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Parameter]]:
+    def _tree(self, prefix: str, recurse: bool, remove_duplicate: bool) -> Iterator[tuple[str, Module]]:
+        if recurse:
+            yield from self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+        else:
+            yield prefix, self
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
         """Every parameter once: a tied weight appears under the first name it is found by
         (so state dicts hold it once, unlike PyTorch's, which list every name)."""
         seen: set[int] = set()
-        for path, module in self.named_modules(prefix):
+        for path, module in self._tree(prefix, recurse, remove_duplicate):
             for name, value in module._members():
-                if isinstance(value, Parameter) and id(value) not in seen:
+                if isinstance(value, Parameter) and not (remove_duplicate and id(value) in seen):
                     seen.add(id(value))
-                    yield (f"{path}.{name}" if path else name), value
+                    yield _join(path, name), value
 
-    def parameters(self) -> Iterator[Parameter]:
-        for _, p in self.named_parameters():
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def num_parameters(self) -> int:
         return sum(p.data.size for p in self.parameters())
+
+    def apply(self, fn: Callable[[Module], Any]) -> Module:
+        """Call fn on every child's tree (children first), then on this module; returns self,
+        as torch (e.g. `model.apply(init_weights)`)."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    # ------------------------------------------------------------------ buffers
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Keep `tensor` as the attribute `name`, a buffer: state that is not a parameter (the
+        optimizer leaves it alone) but that `state_dict()` saves and `load_state_dict` loads,
+        unless persistent=False. None is allowed (no entry in the state dict)."""
+        if not isinstance(name, str):
+            raise TypeError(f"register_buffer: the buffer name must be a string, not a {type(name).__name__}")
+        if "." in name or not name:
+            raise KeyError(f"register_buffer: a buffer name must be non-empty and without '.', not {name!r}")
+        buffers = vars(self).setdefault("_buffers", {})
+        if hasattr(self, name) and name not in buffers:
+            raise KeyError(f"register_buffer: attribute {name!r} already exists on {type(self).__name__}")
+        if tensor is not None and (not isinstance(tensor, Tensor) or isinstance(tensor, Parameter)):
+            raise TypeError(f"register_buffer: cannot assign a {type(tensor).__name__} to the buffer "
+                            f"{name!r} (a Tensor that is not a Parameter, or None, is required)")
+        buffers[name] = persistent
+        object.__setattr__(self, name, tensor)
+
+    def _own_buffers(self) -> Iterator[tuple[str, Tensor, bool]]:
+        """(name, tensor, persistent) of this module's buffers that are not None."""
+        for name, persistent in vars(self).get("_buffers", {}).items():
+            value = vars(self).get(name)
+            if isinstance(value, Tensor):
+                yield name, value, persistent
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        seen: set[int] = set()
+        for path, module in self._tree(prefix, recurse, remove_duplicate):
+            for name, value, _ in module._own_buffers():
+                if not (remove_duplicate and id(value) in seen):
+                    seen.add(id(value))
+                    yield _join(path, name), value
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
 
     # ------------------------------------------------------------------ state
 
@@ -112,37 +200,65 @@ class Module:
     def eval(self) -> Module:
         return self.train(False)
 
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Turn gradients on or off for every parameter (freezing a part); returns self."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
     def zero_grad(self) -> None:
         for p in self.parameters():
             p.grad = None
 
     def to(self, dtype: Any) -> Module:
-        """Cast every parameter to dtype in place (e.g. float64 for gradient checks)."""
+        """Cast every parameter and floating-point buffer to dtype in place (e.g. float64 for
+        gradient checks); integer buffers (counters) keep their dtype."""
         for p in self.parameters():
             p.data = p.data.astype(dtype)
             p.grad = None
+        for b in self.buffers():
+            if b.dtype.kind == "f":
+                b.data = b.data.astype(dtype)
         return self
 
     def double(self) -> Module:
         return self.to(np.float64)
 
-    def state_dict(self) -> dict[str, np.ndarray]:
-        """Parameter name -> a copy of its array."""
-        return {name: p.data.copy() for name, p in self.named_parameters()}
+    def _state_tensors(self) -> dict[str, Tensor]:
+        """The tensors of the state dict, in torch's order: each module's parameters, then its
+        persistent buffers, a parent before its children; a shared tensor once."""
+        seen: set[int] = set()
+        out: dict[str, Tensor] = {}
+        for path, module in self.named_modules():
+            own = [(n, v) for n, v in module._members() if isinstance(v, Parameter)]
+            own += [(n, v) for n, v, persistent in module._own_buffers() if persistent]
+            for name, t in own:
+                if id(t) not in seen:
+                    seen.add(id(t))
+                    out[_join(path, name)] = t
+        return out
 
-    def load_state_dict(self, state: Mapping[str, Any], strict: bool = True) -> None:
-        """Copy arrays into the parameters of the same names.
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Parameter and persistent buffer name -> a copy of its array."""
+        return {name: t.data.copy() for name, t in self._state_tensors().items()}
+
+    def load_state_dict(self, state: Mapping[str, Any], strict: bool = True) -> IncompatibleKeys:
+        """Copy arrays into the parameters and buffers of the same names.
 
         Every entry is checked before any is written: with strict=True a missing or unexpected
-        name is an error, and a wrong shape always is, so a failed load changes nothing.
+        name is an error, and a wrong shape always is, so a failed load changes nothing. With
+        strict=False the matching names are loaded and the others reported.
+
+        Returns:
+            IncompatibleKeys(missing_keys, unexpected_keys), as torch.
         """
-        params = dict(self.named_parameters())
-        missing = [k for k in params if k not in state]
-        unexpected = [k for k in state if k not in params]
+        targets = self._state_tensors()
+        missing = [k for k in targets if k not in state]
+        unexpected = [k for k in state if k not in targets]
         wrong = [
-            f"{k}: checkpoint {np.shape(getattr(v, 'data', v))}, model {params[k].shape}"
+            f"{k}: checkpoint {np.shape(getattr(v, 'data', v))}, model {targets[k].shape}"
             for k, v in state.items()
-            if k in params and np.shape(getattr(v, "data", v)) != params[k].shape
+            if k in targets and np.shape(getattr(v, "data", v)) != targets[k].shape
         ]
         problems = []
         if strict and missing:
@@ -154,12 +270,13 @@ class Module:
         if problems:
             raise ValueError(f"load_state_dict into {type(self).__name__}: " + " | ".join(problems))
         try:  # convert everything first: a value that fails to convert must not leave a half load
-            arrays = {k: np.array(getattr(v, "data", v), dtype=params[k].dtype) for k, v in state.items()
-                      if k in params}
+            arrays = {k: np.array(getattr(v, "data", v), dtype=targets[k].dtype) for k, v in state.items()
+                      if k in targets}
         except (TypeError, ValueError) as e:
             raise ValueError(f"load_state_dict into {type(self).__name__}: {e}") from None
         for k, a in arrays.items():
-            params[k].data = a
+            targets[k].data = a
+        return IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------ printing
 
@@ -179,116 +296,6 @@ class Module:
         return "\n".join(lines) + "\n)"
 
 
-class Sequential(Module):
-    """Modules applied one after another; children are named 0, 1, 2, ... as in PyTorch."""
-
-    def __init__(self, *modules: Module):
-        self.layers = list(modules)
-
-    def _members(self) -> Iterator[tuple[str, Any]]:
-        for i, m in enumerate(self.layers):
-            yield str(i), m
-
-    def forward(self, x: Any) -> Any:
-        for layer in self.layers:
-            x = layer(x)
-        return x
-
-    def __getitem__(self, i: int) -> Module:
-        return self.layers[i]
-
-    def __len__(self) -> int:
-        return len(self.layers)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self.layers)
-
-
-class ModuleList(Module):
-    """A list of modules named 0, 1, 2, ...; a plain Python list attribute works as well."""
-
-    def __init__(self, modules: Any = ()):
-        self.items = list(modules)
-
-    def _members(self) -> Iterator[tuple[str, Any]]:
-        for i, m in enumerate(self.items):
-            yield from _walk(str(i), m)
-
-    def append(self, module: Module) -> ModuleList:
-        self.items.append(module)
-        return self
-
-    def __getitem__(self, i: int) -> Module:
-        return self.items[i]
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self.items)
-
-
-class ModuleDict(Module):
-    """Modules by name, in insertion order, as in PyTorch: `d["enc"]`, `d.items()`; the
-    state dict names them `enc.weight`, .... A plain dict attribute works as well."""
-
-    def __init__(self, modules: Any = None):
-        self.entries: dict[str, Module] = {}
-        if modules is not None:
-            self.update(modules)
-
-    def _members(self) -> Iterator[tuple[str, Any]]:
-        for key, m in self.entries.items():
-            yield from _walk(key, m)
-
-    def __getitem__(self, key: str) -> Module:
-        try:
-            return self.entries[key]
-        except KeyError:
-            raise KeyError(f"ModuleDict has no module {key!r}; it has {list(self.entries)}") from None
-
-    def __setitem__(self, key: str, module: Module) -> None:
-        if not isinstance(key, str) or "." in key or not key:
-            raise KeyError(f"ModuleDict: a key must be a non-empty string without '.', not {key!r} "
-                           "(a dot would split the state dict name)")
-        if not isinstance(module, Module):
-            raise TypeError(f"ModuleDict: {key!r} must be a Module, not a {type(module).__name__}")
-        self.entries[key] = module
-
-    def __delitem__(self, key: str) -> None:
-        del self.entries[key]
-
-    def __len__(self) -> int:
-        return len(self.entries)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.entries)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.entries
-
-    def keys(self) -> Any:
-        return self.entries.keys()
-
-    def values(self) -> Any:
-        return self.entries.values()
-
-    def items(self) -> Any:
-        return self.entries.items()
-
-    def pop(self, key: str) -> Module:
-        return self.entries.pop(key)
-
-    def clear(self) -> None:
-        self.entries.clear()
-
-    def update(self, modules: Any) -> None:
-        """Add (name, module) pairs from a mapping or an iterable of pairs."""
-        pairs = modules.items() if isinstance(modules, Mapping) else modules
-        for key, module in pairs:
-            self[key] = module
-
-
 @contextmanager
 def evaluating(model: Module) -> Iterator[Module]:
     """Put `model` (and every module below it) in eval mode for the block, then give each
@@ -306,3 +313,8 @@ def evaluating(model: Module) -> Iterator[Module]:
     finally:
         for m, mode in before:
             m.training = mode
+
+
+# The containers live in containers.py (which imports Module from here); importing them at the
+# end keeps `from minigrad.nn.module import Sequential` working.
+from .containers import ModuleDict, ModuleList, Sequential  # noqa: E402, F401

@@ -6,7 +6,9 @@ Post-norm, as in the lecture (and Vaswani et al., 2017):
 Pre-norm (norm_first=True, as in GPT-2; trains deep stacks without warm-up tricks):
     Z  = X + MHA(LayerNorm(X))
     X~ = Z + MLP(LayerNorm(Z))
-Masks follow the rule in `minigrad.nn.attention` (True = may attend).
+minigrad's own `attend_mask=` follows the rule in `minigrad.nn.attention` (True = may attend).
+PyTorch's mask arguments (`src_mask`, `tgt_mask`, `memory_mask`, the stacks' `mask`, and the
+`*_key_padding_mask`s) keep PyTorch's meaning, True = masked out (see mask_conventions.py).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from typing import Any, Callable
 from minigrad import Tensor
 
 from . import functional as F
-from .attention import MultiheadAttention
+from .attention import MultiheadAttention, _batch_first
 from .layers import Dropout, LayerNorm, Linear
+from .mask_conventions import combine_masks, from_torch_masks
 from .module import Module, ModuleList
 
 Activation = str | Callable[[Tensor], Tensor]
@@ -38,7 +41,9 @@ class _Block(Module):
     """What the encoder and decoder layers share: self-attention, the MLP and the options."""
 
     def _init_common(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float,
-                     activation: Activation, norm_first: bool, layer_norm_eps: float, bias: bool) -> None:
+                     activation: Activation, norm_first: bool, layer_norm_eps: float, bias: bool,
+                     batch_first: bool) -> None:
+        _batch_first(type(self).__name__, batch_first)
         self.d_model, self.nhead, self.norm_first = d_model, nhead, norm_first
         self.activation_name = activation if isinstance(activation, str) else getattr(
             activation, "__name__", type(activation).__name__)
@@ -54,6 +59,10 @@ class _Block(Module):
 
     def _self_attention(self, x: Tensor, mask: Any, is_causal: bool) -> Tensor:
         return self.self_attn(x, x, x, mask=mask, is_causal=is_causal)  # (B, T, d_model)
+
+    def _masks(self, attend_mask: Any, torch_mask: Any, padding: Any, x: Tensor, keys: Tensor,
+               names: tuple[str, str]) -> Any:
+        return _masks(self, attend_mask, torch_mask, padding, x, keys, names)
 
     def _mlp(self, x: Tensor) -> Tensor:
         h = self.dropout(self.activation(self.linear1(x)))  # (B, T, dim_feedforward)
@@ -73,12 +82,15 @@ class TransformerEncoderLayer(_Block):
         dim_feedforward: the hidden size of the MLP.
         dropout: on the attention weights, inside the MLP and on both residual branches.
         activation: "relu", "gelu" (exact) or a callable.
-        norm_first: pre-norm (True) or post-norm (False, the original and the lecture's).
         layer_norm_eps: eps of the two LayerNorms.
+        batch_first: True (minigrad is batch-first; False is refused).
+        norm_first: pre-norm (True) or post-norm (False, the original and the lecture's).
         bias: biases in the Linear layers and LayerNorms.
 
     Shape:
-        - src: (B, T, d_model); src_mask: broadcasting to (B, nhead, T, T)
+        - src: (B, T, d_model); attend_mask (True = may attend): broadcasting to (B, nhead, T, T)
+        - src_mask (PyTorch's, True = masked out): (T, T) or (B * nhead, T, T);
+          src_key_padding_mask (PyTorch's, True = padding): (B, T)
         - Output: (B, T, d_model)
 
     Attributes:
@@ -87,18 +99,21 @@ class TransformerEncoderLayer(_Block):
     """
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
-                 activation: Activation = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5,
-                 bias: bool = True):
+                 activation: Activation = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = True,
+                 norm_first: bool = False, bias: bool = True):
         self._init_common(d_model, nhead, dim_feedforward, dropout, activation, norm_first,
-                          layer_norm_eps, bias)
+                          layer_norm_eps, bias, batch_first)
 
-    def forward(self, src: Tensor, src_mask: Any = None, is_causal: bool = False) -> Tensor:
+    def forward(self, src: Tensor, src_mask: Any = None, src_key_padding_mask: Any = None,
+                is_causal: bool = False, *, attend_mask: Any = None) -> Tensor:
         x = src  # (B, T, d_model)
+        mask = self._masks(attend_mask, src_mask, src_key_padding_mask, x, x,
+                           ("src_mask", "src_key_padding_mask"))
         if self.norm_first:
-            x = x + self.dropout1(self._self_attention(self.norm1(x), src_mask, is_causal))
+            x = x + self.dropout1(self._self_attention(self.norm1(x), mask, is_causal))
             x = x + self.dropout2(self._mlp(self.norm2(x)))
         else:
-            x = self.norm1(x + self.dropout1(self._self_attention(x, src_mask, is_causal)))
+            x = self.norm1(x + self.dropout1(self._self_attention(x, mask, is_causal)))
             x = self.norm2(x + self.dropout2(self._mlp(x)))
         return x
 
@@ -108,12 +123,15 @@ class TransformerDecoderLayer(_Block):
     each with a residual connection and LayerNorm.
 
     Args:
-        d_model, nhead, dim_feedforward, dropout, activation, norm_first, layer_norm_eps, bias:
-            as for TransformerEncoderLayer.
+        d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+            norm_first, bias: as for TransformerEncoderLayer.
 
     Shape:
         - tgt: (B, T, d_model); memory: (B, S, d_model)
-        - tgt_mask: broadcasting to (B, nhead, T, T); memory_mask: to (B, nhead, T, S)
+        - attend_mask (True = may attend): to (B, nhead, T, T); memory_attend_mask: to
+          (B, nhead, T, S)
+        - PyTorch's (True = masked out): tgt_mask (T, T) or (B * nhead, T, T), memory_mask
+          (T, S) or (B * nhead, T, S), tgt_key_padding_mask (B, T), memory_key_padding_mask (B, S)
         - Output: (B, T, d_model)
 
     Attributes:
@@ -122,29 +140,51 @@ class TransformerDecoderLayer(_Block):
     """
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
-                 activation: Activation = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5,
-                 bias: bool = True):
+                 activation: Activation = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = True,
+                 norm_first: bool = False, bias: bool = True):
         self._init_common(d_model, nhead, dim_feedforward, dropout, activation, norm_first,
-                          layer_norm_eps, bias)
+                          layer_norm_eps, bias, batch_first)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias)
         self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.dropout3 = Dropout(dropout)
 
-    def _cross_attention(self, x: Tensor, memory: Tensor, mask: Any) -> Tensor:
-        return self.multihead_attn(x, memory, memory, mask=mask)  # (B, T, d_model)
+    def _cross_attention(self, x: Tensor, memory: Tensor, mask: Any, is_causal: bool) -> Tensor:
+        return self.multihead_attn(x, memory, memory, mask=mask, is_causal=is_causal)  # (B, T, d_model)
 
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Any = None, memory_mask: Any = None,
-                tgt_is_causal: bool = False) -> Tensor:
+                tgt_key_padding_mask: Any = None, memory_key_padding_mask: Any = None,
+                tgt_is_causal: bool = False, memory_is_causal: bool = False, *, attend_mask: Any = None,
+                memory_attend_mask: Any = None) -> Tensor:
         x = tgt  # (B, T, d_model); memory (B, S, d_model)
+        self_mask = self._masks(attend_mask, tgt_mask, tgt_key_padding_mask, x, x,
+                                ("tgt_mask", "tgt_key_padding_mask"))
+        cross_mask = self._masks(memory_attend_mask, memory_mask, memory_key_padding_mask, x, memory,
+                                 ("memory_mask", "memory_key_padding_mask"))
         if self.norm_first:
-            x = x + self.dropout1(self._self_attention(self.norm1(x), tgt_mask, tgt_is_causal))
-            x = x + self.dropout2(self._cross_attention(self.norm2(x), memory, memory_mask))
+            x = x + self.dropout1(self._self_attention(self.norm1(x), self_mask, tgt_is_causal))
+            x = x + self.dropout2(self._cross_attention(self.norm2(x), memory, cross_mask, memory_is_causal))
             x = x + self.dropout3(self._mlp(self.norm3(x)))
         else:
-            x = self.norm1(x + self.dropout1(self._self_attention(x, tgt_mask, tgt_is_causal)))
-            x = self.norm2(x + self.dropout2(self._cross_attention(x, memory, memory_mask)))
+            x = self.norm1(x + self.dropout1(self._self_attention(x, self_mask, tgt_is_causal)))
+            x = self.norm2(x + self.dropout2(self._cross_attention(x, memory, cross_mask, memory_is_causal)))
             x = self.norm3(x + self.dropout3(self._mlp(x)))
         return x
+
+
+def _masks(owner: Module, attend_mask: Any, torch_mask: Any, padding: Any, x: Tensor, keys: Tensor,
+           names: tuple[str, str]) -> Any:
+    """minigrad's attend_mask combined with PyTorch's (mask, key padding mask) pair, as one
+    mask in minigrad's sense; the number of heads is that of `owner` (a layer, or a stack's
+    first layer), needed only for PyTorch's (B * nhead, T, S) layout."""
+    if torch_mask is None and padding is None:
+        return attend_mask
+    B, T, S = x.shape[0], x.shape[1], keys.shape[1]
+    layer = owner.layers[0] if hasattr(owner, "layers") else owner
+    H = getattr(layer, "nhead", 1)
+    masks = from_torch_masks(type(owner).__name__, torch_mask, padding, B, H, T, S, *names)
+    if attend_mask is not None and not isinstance(attend_mask, Tensor):
+        attend_mask = Tensor(attend_mask)
+    return combine_masks(attend_mask, masks)
 
 
 def _clones(layer_or_factory: Module | Callable[[], Module], num_layers: int) -> ModuleList:
@@ -169,7 +209,8 @@ class TransformerEncoder(Module):
         norm: a module applied to the output (e.g. LayerNorm(d_model)), or None.
 
     Shape:
-        - src: (B, T, d_model); mask: broadcasting to (B, nhead, T, T)
+        - src: (B, T, d_model); attend_mask (True = may attend): broadcasting to (B, nhead, T, T)
+        - PyTorch's (True = masked out): mask (T, T) or (B * nhead, T, T), src_key_padding_mask (B, T)
         - Output: (B, T, d_model)
     """
 
@@ -178,10 +219,13 @@ class TransformerEncoder(Module):
         self.layers = _clones(encoder_layer, num_layers)
         self.num_layers, self.norm = num_layers, norm
 
-    def forward(self, src: Tensor, mask: Any = None, is_causal: bool = False) -> Tensor:
+    def forward(self, src: Tensor, mask: Any = None, src_key_padding_mask: Any = None,
+                is_causal: bool | None = None, *, attend_mask: Any = None) -> Tensor:
         x = src
+        attend_mask = _masks(self, attend_mask, mask, src_key_padding_mask, x, x,
+                             ("mask", "src_key_padding_mask"))  # once, for every layer
         for layer in self.layers:
-            x = layer(x, src_mask=mask, is_causal=is_causal)
+            x = layer(x, attend_mask=attend_mask, is_causal=bool(is_causal))
         return x if self.norm is None else self.norm(x)
 
 
@@ -195,7 +239,7 @@ class TransformerDecoder(Module):
 
     Shape:
         - tgt: (B, T, d_model); memory: (B, S, d_model)
-        - tgt_mask: to (B, nhead, T, T); memory_mask: to (B, nhead, T, S)
+        - the masks: as for TransformerDecoderLayer
         - Output: (B, T, d_model)
     """
 
@@ -205,8 +249,15 @@ class TransformerDecoder(Module):
         self.num_layers, self.norm = num_layers, norm
 
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Any = None, memory_mask: Any = None,
-                tgt_is_causal: bool = False) -> Tensor:
+                tgt_key_padding_mask: Any = None, memory_key_padding_mask: Any = None,
+                tgt_is_causal: bool | None = None, memory_is_causal: bool = False, *,
+                attend_mask: Any = None, memory_attend_mask: Any = None) -> Tensor:
         x = tgt
+        attend_mask = _masks(self, attend_mask, tgt_mask, tgt_key_padding_mask, x, x,
+                             ("tgt_mask", "tgt_key_padding_mask"))
+        memory_attend_mask = _masks(self, memory_attend_mask, memory_mask, memory_key_padding_mask, x, memory,
+                                    ("memory_mask", "memory_key_padding_mask"))
         for layer in self.layers:
-            x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask, tgt_is_causal=tgt_is_causal)
+            x = layer(x, memory, tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal,
+                      attend_mask=attend_mask, memory_attend_mask=memory_attend_mask)
         return x if self.norm is None else self.norm(x)

@@ -74,7 +74,8 @@ def test_every_readme_python_block_runs(tmp_path, monkeypatch):
         except Exception as e:  # name the block, whose text the traceback does not show
             raise AssertionError(f"README python block {i + 1} fails:\n{block}") from e
     # What the blocks promise in their comments:
-    assert ns["out"].shape == (2, 10, 64) and ns["weights"].shape == (2, 4, 10, 10)
+    assert ns["out"].shape == (2, 10, 64) and ns["weights"].shape == (2, 10, 10)
+    assert ns["per_head"].shape == (2, 4, 10, 10)
     assert ns["layer"].self_attn.q_proj.weight.grad.shape == (64, 64)
     assert (tmp_path / "gpt_graph.svg").exists() and (tmp_path / "attention.png").exists()
 

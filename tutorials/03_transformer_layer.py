@@ -117,7 +117,8 @@ by_hand = concat @ mha.out_proj.weight.data.T + mha.out_proj.bias.data  # (T, d_
 print(f"x {x.shape} -> Q, K, V {Q.shape} -> {H} heads of Q_h {Qh.shape}, A_h {Ah.shape}, "
       f"A_h V_h {heads[0].shape} -> concat {concat.shape} -> out {by_hand.shape}")
 
-out, weights = mha(X, X, X, need_weights=True)  # weights: (B, H, T, T), one map per head
+# weights: (B, H, T, T), one map per head (average_attn_weights=True, the default, averages them)
+out, weights = mha(X, X, X, need_weights=True, average_attn_weights=False)
 print("module: out", out.shape, "weights", weights.shape)
 assert np.allclose(out.data[0], by_hand, atol=1e-5)
 assert np.allclose(weights.data[0], np.stack(maps), atol=1e-6)

@@ -373,7 +373,7 @@ class SentenceClassifier(nn.Module):
 
     def forward(self, ids: np.ndarray):
         pad = nn.padding_mask(ids, pad=tok.pad_id)  # (B, 1, 1, T)
-        x = self.bert.encoder(self.bert.embed(ids, np.zeros_like(ids)), mask=pad)  # (B, T, C)
+        x = self.bert.encoder(self.bert.embed(ids, np.zeros_like(ids)), attend_mask=pad)  # (B, T, C)
         pooled = self.bert.nsp_head.act(self.bert.nsp_head.pooler(x[:, 0]))  # (B, C): [CLS]
         return self.classifier(pooled)  # (B, num_classes)
 

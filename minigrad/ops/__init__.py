@@ -2,9 +2,14 @@
 
     elementwise.py   arithmetic, unary math, maximum/minimum, clip, where, masked_fill
     pointwise.py     trigonometry, exp2/expm1/log2/log10/log1p, erf, atan2, hypot, logaddexp
-    rounding.py      sign, floor, ceil, round, trunc (gradient 0), remainder, fmod
-    reduce.py        sum, mean, max/min, var/std, logsumexp, softmax, log_softmax
+    rounding.py      sign, floor, ceil, round, trunc (gradient 0), remainder, fmod, // and div
+                     with a rounding mode
+    reduce.py        sum, mean, amax/amin, var/std, logsumexp, softmax, log_softmax
+    ordering.py      prod, cumsum, cumprod, the values of sort / topk / max(dim)
+    statistics.py    median, vector norms
     shape.py         reshape, permute, expand, indexing, cat, stack
+    indexing.py      gather, scatter, scatter_add, index_select, index_add, y[index] = value
+    einsum.py        einsum
     linalg.py        matmul, cast
     promotion.py     the one dtype rule for mixed operands
     erf.py           the erf kernel for numpy arrays (numpy has none)

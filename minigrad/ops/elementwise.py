@@ -217,21 +217,25 @@ class Tanh(Function):
 
 
 class Sigmoid(Function):
-    """z = 1 / (1 + exp(-x))     dx = g * z * (1 - z)
+    """z = 1 / (1 + exp(-x))     dx = g * z * (1 - z) = g * e / (1 + e)**2,   e = exp(-|x|)
 
-    Computed as (1 + tanh(x/2)) / 2, which never overflows for large |x|.
+    Written with e = exp(-|x|) <= 1 on both sides, z = 1 / (1 + e) for x >= 0 and e / (1 + e)
+    for x < 0: nothing overflows, and both tails keep their relative precision (float32
+    sigmoid(-20) is 2.06e-9, not 0, so log(sigmoid(x)) stays finite; the derivative at x = 20
+    is 2.06e-9, not the 0 that z * (1 - z) gives once z rounds to 1).
     """
 
     @staticmethod
     def forward(ctx, x):
-        z = 0.5 * (1 + np.tanh(0.5 * x))
-        ctx.save_for_backward(z)
-        return z
+        e = np.exp(-np.abs(x))
+        s = 1 / (1 + e)
+        ctx.save_for_backward(e, s)
+        return np.where(x >= 0, s, e * s)
 
     @staticmethod
     def backward(ctx, g):
-        (z,) = ctx.saved
-        return g * z * (1 - z)
+        e, s = ctx.saved
+        return g * (e * s * s)
 
 
 class ReLU(Function):

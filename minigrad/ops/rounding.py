@@ -129,3 +129,49 @@ class Fmod(Function):
             return g, None
         with np.errstate(divide="ignore", invalid="ignore"):
             return g, -g * np.trunc(a / b)
+
+
+# ----------------------------------------------------------------------------- rounded division
+
+
+def floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """floor(a / b) as PyTorch computes it for floats: from the exact remainder fmod(a, b), so
+    that 0.3 // 0.1 is 3 where the rounded quotient 2.9999... would floor to 2."""
+    if a.dtype.kind in "iub":
+        return np.floor_divide(a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mod = np.fmod(a, b)
+        div = (a - mod) / b
+        div = np.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1, div)
+        floor = np.floor(div)
+        floor = np.where(div - floor > 0.5, floor + 1, floor)
+        quotient = a / b
+        out = np.where(div != 0, floor, np.copysign(np.zeros_like(div), quotient))
+        return np.where(b == 0, quotient, out).astype(a.dtype, copy=False)
+
+
+class RoundedDivide(Function):
+    """z = floor(a / b) (mode "floor", Python's //) or trunc(a / b) (mode "trunc")
+    da = 0,   db = 0 (piecewise constant, as PyTorch's div with a rounding mode)
+
+    Integers stay integers (7 // 2 = 3, -7 // 2 = -4, trunc: -3); an integer divisor of 0 raises.
+    """
+
+    @staticmethod
+    def forward(ctx, a, b, *, mode="floor"):
+        if a.dtype is not b.dtype:
+            a, b = promote(a, b)
+        if a.dtype.kind == "b":
+            a, b = a.astype(np.int64), b.astype(np.int64)
+        _no_integer_zero(a, b, f"div(rounding_mode={mode!r})")
+        if mode == "floor":
+            return floor_divide(a, b)
+        if a.dtype.kind in "iu":  # trunc on integers: the floor, moved up by one when the signs differ
+            q = np.floor_divide(a, b)
+            return q + ((q < 0) & (q * b != a)).astype(q.dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.trunc(a / b)
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.zeros_like(g), np.zeros_like(g)

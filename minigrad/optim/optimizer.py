@@ -242,7 +242,8 @@ def flatten_state(state_dict: Mapping[str, Any], prefix: str = "") -> dict[str, 
     """Flatten an optimizer's (or a scheduler's) state dict to {name: array} for an .npz file.
 
     Names are dotted paths, as in a model's state dict: "param_groups.0.lr",
-    "param_groups.0.betas", "state.3.exp_avg", "last_epoch". With a prefix such as "optim.",
+    "param_groups.0.betas", "state.3.exp_avg", "last_epoch", "_schedulers.1.last_epoch" (a
+    list of dicts, such as SequentialLR's). With a prefix such as "optim.",
     model and optimizer fit in one file side by side.
 
     Example:
@@ -278,6 +279,10 @@ def flatten_state(state_dict: Mapping[str, Any], prefix: str = "") -> dict[str, 
             for i, buffers in value.items():
                 for k, v in buffers.items():
                     put(f"state.{int(i)}.{check(k)}", v)
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, dict) for v in value):
+            for i, inner in enumerate(value):  # e.g. SequentialLR's "_schedulers"
+                for k, v in inner.items():
+                    put(f"{check(top)}.{i}.{check(k)}", v)
         else:
             put(check(top), value)
     return flat
@@ -288,10 +293,12 @@ def unflatten_state(flat: Mapping[str, Any], prefix: str = "") -> dict[str, Any]
 
     Numbers come back as Python numbers, "step" as an int, hyperparameter sequences (betas) as
     tuples, "params" as a list of ints, top-level sequences (a scheduler's base_lrs) as
-    lists, and buffers as arrays, so `unflatten_state(flatten_state(sd))` equals `sd`.
+    lists, lists of dicts as lists of dicts, and buffers as arrays, so
+    `unflatten_state(flatten_state(sd))` equals `sd`.
     """
     groups: dict[int, dict[str, Any]] = {}
     state: dict[int, dict[str, Any]] = {}
+    nested: dict[str, dict[int, dict[str, Any]]] = {}  # a list of dicts, such as "_schedulers"
     out: dict[str, Any] = {}
     for name, value in flat.items():
         if not name.startswith(prefix):
@@ -308,8 +315,13 @@ def unflatten_state(flat: Mapping[str, Any], prefix: str = "") -> dict[str, Any]
             state.setdefault(int(parts[1]), {})[key] = int(value) if key == "step" else value.copy()
         elif len(parts) == 1:
             out[parts[0]] = value.item() if value.ndim == 0 else value.tolist()
+        elif len(parts) == 3 and parts[1].isdigit():
+            inner = nested.setdefault(parts[0], {}).setdefault(int(parts[1]), {})
+            inner[parts[2]] = value.item() if value.ndim == 0 else value.tolist()
         else:
             raise ValueError(f"unflatten_state: {name!r} is not a name that flatten_state writes")
+    for top, inner in nested.items():
+        out[top] = [inner[i] for i in sorted(inner)]
     if groups:
         out["param_groups"] = [groups[g] for g in sorted(groups)]
         out["state"] = {i: state[i] for i in sorted(state)}

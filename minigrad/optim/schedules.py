@@ -1,6 +1,6 @@
 """Learning-rate schedules: warmup + cosine, the original transformer's inverse square root,
-and step decay; each as a pure function of the step (easy to test and plot) and as a scheduler
-that sets the optimizer's learning rates.
+and step decay; each as a pure function of the step (easy to test and plot), the first two also
+as a scheduler that sets the optimizer's learning rates (step decay's is `lr_scheduler.StepLR`).
 
 Call `scheduler.step()` once after each `optimizer.step()`:
 
@@ -13,14 +13,9 @@ Call `scheduler.step()` once after each `optimizer.step()`:
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
 
 from .optimizer import Optimizer
-
-
-def _require(ok: bool, message: str) -> None:
-    if not ok:
-        raise ValueError(message)
+from .scheduler import LRScheduler, _require
 
 
 def _check_step(name: str, step: int) -> None:
@@ -76,73 +71,6 @@ def step_lr(step: int, base_lr: float, step_size: int, gamma: float = 0.1) -> fl
 # ----------------------------------------------------------------------------- schedulers
 
 
-class LRScheduler:
-    """Base class: sets each parameter group's "lr" from its base lr and the step count.
-
-    On creation each group's lr is remembered as "initial_lr" (the base lr) and the lr of
-    step 0 is set; every `step()` then advances one step. Subclasses define
-    `lr_at(step, base_lr)`.
-
-    Attributes:
-        optimizer: the optimizer whose learning rates are set.
-        base_lrs: each group's initial lr.
-        last_epoch: the number of `step()` calls since creation (PyTorch's name; here a
-            step is usually one batch).
-    """
-
-    def __init__(self, optimizer: Optimizer):
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(self).__name__}: expected an Optimizer, not {type(optimizer).__name__}")
-        self.optimizer = optimizer
-        for group in optimizer.param_groups:
-            group.setdefault("initial_lr", group["lr"])
-        self.base_lrs: list[float] = [group["initial_lr"] for group in optimizer.param_groups]
-        self.last_epoch = -1
-        self._last_lr: list[float] = []
-        self.step()
-
-    def lr_at(self, step: int, base_lr: float) -> float:
-        raise NotImplementedError(f"{type(self).__name__} has no lr_at()")  # abstract
-
-    def get_lr(self) -> list[float]:
-        """The learning rate of each group at the current step."""
-        return [self.lr_at(self.last_epoch, base) for base in self.base_lrs]
-
-    def step(self) -> None:
-        """Advance one step and set every group's lr."""
-        self.last_epoch += 1
-        self._set(self.get_lr())
-
-    def _set(self, lrs: list[float]) -> None:
-        for group, lr in zip(self.optimizer.param_groups, lrs):
-            group["lr"] = float(lr)
-        self._last_lr = [float(lr) for lr in lrs]
-
-    def get_last_lr(self) -> list[float]:
-        """The learning rates the last `step()` (or the constructor) set, one per group."""
-        return list(self._last_lr)
-
-    def state_dict(self) -> dict[str, Any]:
-        """The step count and learning rates (the schedule's shape comes from the constructor).
-
-        Plain numbers and lists: `flatten_state` turns it into arrays for an .npz file.
-        """
-        return {"last_epoch": self.last_epoch, "base_lrs": list(self.base_lrs),
-                "last_lr": list(self._last_lr)}
-
-    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        """Resume from `state_dict()`; also sets the groups' lr to the saved ones."""
-        base_lrs = [float(b) for b in state_dict["base_lrs"]]
-        if len(base_lrs) != len(self.optimizer.param_groups):
-            raise ValueError(
-                f"{type(self).__name__}.load_state_dict: {len(base_lrs)} learning rates in the "
-                f"checkpoint, {len(self.optimizer.param_groups)} parameter groups in the optimizer"
-            )
-        self.last_epoch = int(state_dict["last_epoch"])
-        self.base_lrs = base_lrs
-        self._set([float(lr) for lr in state_dict["last_lr"]])
-
-
 class WarmupCosine(LRScheduler):
     """Linear warmup from near 0 to each group's lr, then cosine decay to min_lr (see `cosine_lr`).
 
@@ -151,18 +79,23 @@ class WarmupCosine(LRScheduler):
         warmup_steps: steps of linear warmup (0 for none).
         total_steps: the step at which min_lr is reached (and kept after).
         min_lr: the final learning rate, the same for every group.
+        last_epoch: the index of the last step (-1 starts a new schedule).
     """
 
-    def __init__(self, optimizer: Optimizer, warmup_steps: int, total_steps: int, min_lr: float = 0.0):
+    def __init__(self, optimizer: Optimizer, warmup_steps: int, total_steps: int, min_lr: float = 0.0,
+                 last_epoch: int = -1):
         _require(warmup_steps >= 0, f"WarmupCosine: warmup_steps must be >= 0, not {warmup_steps}")
         _require(total_steps > warmup_steps,
                  f"WarmupCosine: total_steps ({total_steps}) must exceed warmup_steps ({warmup_steps})")
         _require(min_lr >= 0, f"WarmupCosine: min_lr must be >= 0, not {min_lr}")
         self.warmup_steps, self.total_steps, self.min_lr = int(warmup_steps), int(total_steps), float(min_lr)
-        super().__init__(optimizer)
+        super().__init__(optimizer, last_epoch)
 
     def lr_at(self, step: int, base_lr: float) -> float:
         return cosine_lr(step, base_lr, self.warmup_steps, self.total_steps, self.min_lr)
+
+    def get_lr(self) -> list[float]:
+        return [self.lr_at(self.last_epoch, base) for base in self.base_lrs]
 
 
 class InverseSqrt(LRScheduler):
@@ -176,31 +109,18 @@ class InverseSqrt(LRScheduler):
         optimizer: the optimizer whose learning rates are set.
         warmup_steps: steps of linear warmup (the paper uses 4000).
         d_model: the model width, to use the paper's absolute scale.
+        last_epoch: the index of the last step (-1 starts a new schedule).
     """
 
-    def __init__(self, optimizer: Optimizer, warmup_steps: int, d_model: int | None = None):
+    def __init__(self, optimizer: Optimizer, warmup_steps: int, d_model: int | None = None,
+                 last_epoch: int = -1):
         _require(warmup_steps >= 1, f"InverseSqrt: warmup_steps must be >= 1, not {warmup_steps}")
         _require(d_model is None or d_model >= 1, f"InverseSqrt: d_model must be >= 1, not {d_model}")
         self.warmup_steps, self.d_model = int(warmup_steps), d_model
-        super().__init__(optimizer)
+        super().__init__(optimizer, last_epoch)
 
     def lr_at(self, step: int, base_lr: float) -> float:
         return inverse_sqrt_lr(step, base_lr, self.warmup_steps, self.d_model)
 
-
-class StepLR(LRScheduler):
-    """Multiply each group's lr by gamma every step_size steps (see `step_lr`).
-
-    Args:
-        optimizer: the optimizer whose learning rates are set.
-        step_size: steps between decays.
-        gamma: the decay factor.
-    """
-
-    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1):
-        _require(step_size >= 1, f"StepLR: step_size must be >= 1, not {step_size}")
-        self.step_size, self.gamma = int(step_size), float(gamma)
-        super().__init__(optimizer)
-
-    def lr_at(self, step: int, base_lr: float) -> float:
-        return step_lr(step, base_lr, self.step_size, self.gamma)
+    def get_lr(self) -> list[float]:
+        return [self.lr_at(self.last_epoch, base) for base in self.base_lrs]

@@ -35,8 +35,8 @@ def logsumexp_ref(a, axis, keepdims):
 REDUCTIONS = [
     pytest.param("sum", lambda a, ax, k: a.sum(ax, keepdims=k), shapes(), arrays, id="sum"),
     pytest.param("mean", lambda a, ax, k: a.mean(ax, keepdims=k), shapes(), arrays, id="mean"),
-    pytest.param("max", lambda a, ax, k: a.max(ax, keepdims=k), shapes(), distinct, id="max"),
-    pytest.param("min", lambda a, ax, k: a.min(ax, keepdims=k), shapes(), distinct, id="min"),
+    pytest.param("amax", lambda a, ax, k: a.max(ax, keepdims=k), shapes(), distinct, id="amax"),
+    pytest.param("amin", lambda a, ax, k: a.min(ax, keepdims=k), shapes(), distinct, id="amin"),
     pytest.param("var", lambda a, ax, k: a.var(ax, ddof=1, keepdims=k), shapes(1, min_side=2), arrays,
                  id="var"),
     pytest.param("std", lambda a, ax, k: a.std(ax, ddof=1, keepdims=k), shapes(1, min_side=2), distinct,
@@ -121,8 +121,10 @@ def backward_of(fn, values, g=None):
 EDGES = [
     pytest.param(lambda x: x.max(), [1.0, 3.0, 3.0], 3.0, [0, 0.5, 0.5], id="max-tie"),
     pytest.param(lambda x: x.min(), [2.0, 2.0, 2.0, 5.0], 2.0, [1 / 3, 1 / 3, 1 / 3, 0], id="min-tie"),
-    pytest.param(lambda x: x.max(dim=1, keepdim=True), [[1.0, 1.0], [0.0, 2.0]], [[1.0], [2.0]],
-                 [[0.5, 0.5], [0, 1]], id="max-tie-keepdim"),
+    pytest.param(lambda x: x.amax(dim=1, keepdim=True), [[1.0, 1.0], [0.0, 2.0]], [[1.0], [2.0]],
+                 [[0.5, 0.5], [0, 1]], id="amax-tie-keepdim"),
+    pytest.param(lambda x: x.max(dim=1, keepdim=True).values, [[1.0, 1.0], [0.0, 2.0]], [[1.0], [2.0]],
+                 [[1, 0], [0, 1]], id="max-dim-tie-goes-to-the-first"),
     pytest.param(lambda x: x.softmax(-1), [1e4, 0.0, -1e4], [1, 0, 0], [0, 0, 0], id="softmax-huge"),
     pytest.param(lambda x: x.softmax(-1), [-np.inf, -np.inf], [0, 0], [0, 0], id="softmax-all-masked"),
     pytest.param(lambda x: x.masked_fill(x < 0, -np.inf).softmax(-1), [[-1.0, -2.0], [0.0, -1.0]],
@@ -162,5 +164,5 @@ def test_softmax_of_huge_logits_in_float64_matches_shifted():
 
 
 def test_max_tie_gradient_is_shared_per_row():
-    _, dx = backward_of(lambda x: x.max(dim=0), [[2.0, 0.0], [2.0, 1.0]], g=np.array([4.0, 6.0], np.float32))
+    _, dx = backward_of(lambda x: x.amax(dim=0), [[2.0, 0.0], [2.0, 1.0]], g=np.array([4.0, 6.0], np.float32))
     np.testing.assert_array_equal(dx, [[2.0, 0.0], [2.0, 6.0]])

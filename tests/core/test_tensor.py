@@ -12,9 +12,9 @@ from minigrad.testing import arrays, shapes
 
 # (call, expected array)
 CREATION = [
-    pytest.param(lambda: mg.tensor([1, 2]), np.array([1, 2], np.float32), id="tensor-int-list"),
+    pytest.param(lambda: mg.tensor([1, 2]), np.array([1, 2], np.int64), id="tensor-int-list"),
     pytest.param(lambda: mg.tensor([[1.5], [2.5]]), np.array([[1.5], [2.5]], np.float32), id="tensor-nested"),
-    pytest.param(lambda: mg.tensor(3), np.float32(3), id="tensor-python-int"),
+    pytest.param(lambda: mg.tensor(3), np.int64(3), id="tensor-python-int"),
     pytest.param(lambda: mg.tensor(True), np.array(True), id="tensor-bool"),
     pytest.param(lambda: mg.tensor(np.arange(3.0)), np.arange(3.0), id="tensor-numpy-float64"),
     pytest.param(lambda: mg.tensor(np.arange(3, dtype=np.int32)), np.arange(3, dtype=np.int32),

@@ -39,15 +39,20 @@ def float_mask(model, x):
 
 
 def decoder_layer(model, tgt, memory, keep):
-    return model(tgt, memory, tgt_mask=nn.causal_mask(tgt.shape[1]), memory_mask=keep)
+    return model(tgt, memory, attend_mask=nn.causal_mask(tgt.shape[1]), memory_attend_mask=keep)
 
 
 def encoder_stack(model, x, keep):
-    return model(x, mask=keep)
+    return model(x, attend_mask=keep)
 
 
 def encoder_layer(model, x, keep):
-    return model(x, src_mask=keep)
+    return model(x, src_key_padding_mask=~keep[:, 0, 0, :])  # PyTorch's sense: True = padding
+
+
+def lstm_flat(model, x):
+    out, (h, c) = model(x)
+    return out, h, c
 
 
 def positional_offset(model, x):
@@ -148,6 +153,17 @@ MODULES = [
     pytest.param(lambda: nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0), 2),
                  decoder_layer, lambda r, B: x3(r, B) + (r.standard_normal((B, 5, 8)), pad_mask(r, B, 5)),
                  id="TransformerDecoder"),
+    pytest.param(lambda: nn.GroupNorm(2, 4), None, x3, id="GroupNorm"),
+    pytest.param(lambda: nn.Bilinear(8, 8, 3), None, x3_pair, id="Bilinear"),
+    pytest.param(lambda: nn.RNN(5, 4, num_layers=2, nonlinearity="relu", batch_first=True,
+                                bidirectional=True),
+                 None, lambda r, B: (r.standard_normal((B, 3, 5)),), id="RNN"),
+    pytest.param(lambda: nn.GRU(5, 4, batch_first=True), lambda m, x, h: m(x, h.transpose(0, 1)),
+                 lambda r, B: (r.standard_normal((B, 3, 5)), r.standard_normal((B, 1, 4))), id="GRU"),
+    pytest.param(lambda: nn.LSTM(5, 4, num_layers=2, batch_first=True, proj_size=2), lstm_flat,
+                 lambda r, B: (r.standard_normal((B, 3, 5)),), id="LSTM"),
+    pytest.param(lambda: nn.LSTMCell(5, 4), lambda m, x, h, c: m(x, (h, c)),
+                 lambda r, B: tuple(r.standard_normal((B, n)) for n in (5, 4, 4)), id="LSTMCell"),
 ]
 
 
@@ -239,9 +255,16 @@ def test_data_dependent_control_flow_is_caught_when_it_changes():
         exported(torch.zeros(3, 4, 3), torch.zeros(3, 4, dtype=torch.bool))
 
 
-def test_attention_weights_cannot_be_exported():
+def test_attention_weights_export_since_they_stay_in_the_graph():
+    """need_weights=True runs the composed attention (the weights are differentiable, as in
+    PyTorch), so the weights export as well as the output."""
     def weights(model, x):
-        return model(x, x, x, need_weights=True)
+        return model(x, x, x, need_weights=True, average_attn_weights=False)
 
-    with pytest.raises(RuntimeError, match="need_weights or record_attention"):
-        to_torch(nn.MultiheadAttention(4, 2), np.zeros((1, 3, 4), dtype=np.float32), method=weights)
+    mha = nn.MultiheadAttention(4, 2)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    exported = to_torch(mha, x, method=weights)
+    out, w = weights(mha, mg.tensor(x))
+    tout, tw = exported(torch.tensor(x))
+    np.testing.assert_allclose(tout.detach().numpy(), out.data, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(tw.detach().numpy(), w.data, rtol=1e-5, atol=1e-6)

@@ -104,8 +104,9 @@ LAYERS = [
 
 
 def call_both(layer, tlayer, rng, dtype):
-    """Outputs of a minigrad layer and of a torch.nn one on the same inputs and padding mask
-    (torch.nn's boolean masks mean True = may not attend: the opposite of minigrad's)."""
+    """Outputs of a minigrad layer and of a torch.nn one on the same inputs and masks: through
+    minigrad's own mask= / attend_mask= (True = may attend) and through PyTorch's keywords
+    (True = may not attend), which minigrad reads with PyTorch's meaning."""
     B, T, S = 3, 4, 5
     x = rng.standard_normal((B, T, 8)).astype(dtype)
     keep = pad_mask(B, S)
@@ -116,12 +117,17 @@ def call_both(layer, tlayer, rng, dtype):
         theirs = tlayer(torch.tensor(x), torch.tensor(k), torch.tensor(v),
                         key_padding_mask=torch.tensor(~keep))[0]
     elif isinstance(layer, nn.TransformerEncoderLayer):
-        mine = layer(mg.tensor(x), src_mask=nn.causal_mask(T))
+        mine = layer(mg.tensor(x), attend_mask=nn.causal_mask(T))
+        same = layer(mg.tensor(x), src_mask=~nn.causal_mask(T))
+        np.testing.assert_allclose(same.data, mine.data, rtol=1e-12, atol=1e-12)
         theirs = tlayer(torch.tensor(x), src_mask=torch.tensor(~nn.causal_mask(T).data))
     else:
         memory = rng.standard_normal((B, S, 8)).astype(dtype)
-        mine = layer(mg.tensor(x), mg.tensor(memory), tgt_mask=nn.causal_mask(T),
-                     memory_mask=keep[:, None, None, :])
+        mine = layer(mg.tensor(x), mg.tensor(memory), attend_mask=nn.causal_mask(T),
+                     memory_attend_mask=keep[:, None, None, :])
+        same = layer(mg.tensor(x), mg.tensor(memory), tgt_mask=~nn.causal_mask(T),
+                     memory_key_padding_mask=mg.tensor(~keep))
+        np.testing.assert_allclose(same.data, mine.data, rtol=1e-12, atol=1e-12)
         theirs = tlayer(torch.tensor(x), torch.tensor(memory), tgt_mask=torch.tensor(~nn.causal_mask(T).data),
                         memory_key_padding_mask=torch.tensor(~keep))
     return mine.data, theirs.detach().numpy()

@@ -37,7 +37,7 @@ def test_mha_matches_per_head_loop(fused):
     B, T, E, H = 2, 4, 6, 3
     mha = nn.MultiheadAttention(E, H, fused=fused)
     x = np.random.default_rng(2).standard_normal((B, T, E)).astype(np.float32)
-    out, w = mha(mg.tensor(x), mg.tensor(x), mg.tensor(x), need_weights=True)
+    out, w = mha(mg.tensor(x), mg.tensor(x), mg.tensor(x), need_weights=True, average_attn_weights=False)
 
     def proj(layer, a):
         return a @ layer.weight.data.T + layer.bias.data
@@ -103,7 +103,8 @@ def test_mha_padded_keys_get_zero_weight_and_do_not_matter():
     mask = nn.padding_mask(mg.tensor(tokens), pad=0)
     np.testing.assert_array_equal(mask.data, nn.padding_mask([3, 2], max_len=4).data)
     x = np.random.default_rng(6).standard_normal((2, 4, 4)).astype(np.float32)
-    out, w = mha(mg.tensor(x), mg.tensor(x), mg.tensor(x), mask=mask, need_weights=True)
+    out, w = mha(mg.tensor(x), mg.tensor(x), mg.tensor(x), mask=mask, need_weights=True,
+                 average_attn_weights=False)
     assert np.all(w.data[0, :, :, 3] == 0) and np.all(w.data[1, :, :, 2:] == 0)
     np.testing.assert_allclose(w.data.sum(-1), 1, rtol=1e-6)
     x2 = x.copy()
@@ -135,7 +136,8 @@ def test_self_attention_without_positions_is_permutation_equivariant():
 
 def test_mha_cross_attention_shapes():
     mha = nn.MultiheadAttention(8, 4, kdim=5, vdim=3)
-    out, w = mha(mg.randn(2, 3, 8), mg.randn(2, 7, 5), mg.randn(2, 7, 3), need_weights=True)
+    out, w = mha(mg.randn(2, 3, 8), mg.randn(2, 7, 5), mg.randn(2, 7, 3), need_weights=True,
+                 average_attn_weights=False)
     assert out.shape == (2, 3, 8) and w.shape == (2, 4, 3, 7)
     assert mha.k_proj.weight.shape == (8, 5) and mha.v_proj.weight.shape == (8, 3)
 

@@ -24,7 +24,8 @@ def _public(module, submodules=()):
     return names
 
 
-@pytest.mark.parametrize("module, submodules", [(nn, ("functional", "init")), (F, ())], ids=["nn", "F"])
+@pytest.mark.parametrize("module, submodules", [(nn, ("functional", "init", "utils")), (F, ())],
+                         ids=["nn", "F"])
 def test_all_lists_every_public_name(module, submodules):
     assert len(module.__all__) == len(set(module.__all__))
     assert all(hasattr(module, name) for name in module.__all__)

@@ -99,7 +99,7 @@ def test_encoder_layer_gradcheck(norm_first, activation):
     mg.manual_seed(2)
     layer = nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, activation=activation, norm_first=norm_first)
     x = np.random.default_rng(2).standard_normal((2, 3, 4))
-    assert gradcheck_module(layer, x, src_mask=nn.causal_mask(3))
+    assert gradcheck_module(layer, x, attend_mask=nn.causal_mask(3))
 
 
 @pytest.mark.parametrize("norm_first", NORM)
@@ -108,7 +108,7 @@ def test_decoder_layer_gradcheck(norm_first):
     layer = nn.TransformerDecoderLayer(4, 2, 6, dropout=0.0, activation="gelu", norm_first=norm_first)
     rng = np.random.default_rng(3)
     x, memory = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 2, 4))
-    assert gradcheck_module(layer, x, memory, tgt_is_causal=True, memory_mask=nn.padding_mask([2, 1]))
+    assert gradcheck_module(layer, x, memory, tgt_is_causal=True, memory_attend_mask=nn.padding_mask([2, 1]))
 
 
 def test_decoder_is_causal_over_the_target():
@@ -191,8 +191,8 @@ def test_decoder_stack_applies_each_layer_to_the_same_memory():
     mask = nn.padding_mask([5, 2])
     expected = x
     for layer in stack.layers:
-        expected = layer(expected, memory, memory_mask=mask, tgt_is_causal=True)
-    out = stack(x, memory, memory_mask=mask, tgt_is_causal=True)
+        expected = layer(expected, memory, memory_attend_mask=mask, tgt_is_causal=True)
+    out = stack(x, memory, memory_attend_mask=mask, tgt_is_causal=True)
     np.testing.assert_array_equal(out.data, expected.data)
 
 

@@ -8,4 +8,4 @@ class EncoderLayer(nn.TransformerEncoderLayer):
         super().__init__(d_model, nhead, dim_feedforward, dropout=0.0)
 
     def forward(self, x, mask=None):
-        return super().forward(x, src_mask=mask)
+        return super().forward(x, attend_mask=mask)

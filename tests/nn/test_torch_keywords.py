@@ -1,0 +1,229 @@
+"""PyTorch's keywords mean what they mean in PyTorch: MultiheadAttention's key_padding_mask,
+attn_mask, need_weights and average_attn_weights; the transformer layers' and stacks' src_mask,
+tgt_mask, memory_mask, *_key_padding_mask and batch_first; cross_entropy's and nll_loss's
+argument order and probability targets. Each against torch with the same weights; minigrad's
+own mask= and attend_mask= (True = may attend) beside them."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import minigrad as mg
+import minigrad.nn as nn
+import minigrad.nn.functional as F
+
+torch = pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]'")
+TF = torch.nn.functional
+
+E, H = 8, 2
+
+
+def _from_torch(state: dict) -> dict:
+    """A torch state dict with PyTorch's packed in_proj_weight / in_proj_bias split into
+    minigrad's q_proj, k_proj and v_proj."""
+    out = {}
+    for key, value in state.items():
+        value = value.detach().numpy()
+        prefix, _, last = key.rpartition(".")
+        if last in ("in_proj_weight", "in_proj_bias"):
+            kind = last.split("_")[-1]
+            for part, name in zip(np.split(value, 3), "qkv"):
+                out[f"{prefix}.{name}_proj.{kind}" if prefix else f"{name}_proj.{kind}"] = part
+        else:
+            out[key] = value
+    return out
+
+
+def _pair(kind):
+    torch.manual_seed(0)
+    if kind == "mha":
+        t = torch.nn.MultiheadAttention(E, H, batch_first=True)
+        m = nn.MultiheadAttention(E, H)
+    elif kind == "encoder":
+        t = torch.nn.TransformerEncoderLayer(E, H, 16, 0.0, batch_first=True)
+        m = nn.TransformerEncoderLayer(E, H, 16, 0.0)
+    elif kind == "decoder":
+        t = torch.nn.TransformerDecoderLayer(E, H, 16, 0.0, batch_first=True)
+        m = nn.TransformerDecoderLayer(E, H, 16, 0.0)
+    elif kind == "encoder-stack":
+        t = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(E, H, 16, 0.0, batch_first=True), 2,
+                                        enable_nested_tensor=False)
+        m = nn.TransformerEncoder(nn.TransformerEncoderLayer(E, H, 16, 0.0), 2)
+    else:
+        t = torch.nn.TransformerDecoder(torch.nn.TransformerDecoderLayer(E, H, 16, 0.0, batch_first=True), 2)
+        m = nn.TransformerDecoder(nn.TransformerDecoderLayer(E, H, 16, 0.0), 2)
+    m.load_state_dict(_from_torch(t.state_dict()))
+    return m.double(), t.double()
+
+
+def _masks(draw, B, T, S):
+    """PyTorch-style masks (True = masked out) that leave every query at least one key."""
+    pad = np.zeros((B, S), bool)
+    for b in range(B):
+        pad[b, draw(st.integers(1, S)):] = True
+    attn = np.array(draw(st.lists(st.booleans(), min_size=T * S, max_size=T * S))).reshape(T, S)
+    attn[:, 0] = False
+    return pad, attn
+
+
+def _same(a, b, tol=1e-10):
+    np.testing.assert_allclose(a.data, b.detach().numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask and attn_mask")  # torch's own
+@settings(max_examples=10)
+@given(data=st.data(), B=st.integers(1, 3), T=st.integers(1, 4), S=st.integers(1, 4),
+       float_mask=st.booleans(), heads_layout=st.booleans())
+def test_multihead_attention_takes_torchs_masks_with_torchs_meaning(data, B, T, S, float_mask, heads_layout):
+    m, t = _pair("mha")
+    rng = np.random.default_rng(0)
+    q, kv = rng.standard_normal((B, T, E)), rng.standard_normal((B, S, E))
+    pad, attn = _masks(data.draw, B, T, S)
+    if float_mask:
+        attn = np.where(attn, -np.inf, rng.standard_normal((T, S)))
+    if heads_layout:  # PyTorch's (B * H, T, S)
+        attn = np.repeat(attn[None], B * H, axis=0)
+    mq, mkv = mg.tensor(q, requires_grad=True), mg.tensor(kv)
+    tq, tkv = torch.tensor(q, requires_grad=True), torch.tensor(kv)
+    out, w = m(mq, mkv, mkv, key_padding_mask=mg.tensor(pad), attn_mask=mg.tensor(attn), need_weights=True)
+    tout, tw = t(tq, tkv, tkv, key_padding_mask=torch.tensor(pad), attn_mask=torch.tensor(attn))
+    _same(out, tout)
+    _same(w, tw)  # averaged over the heads, as torch's default
+    (out.sum() + (w * w).sum()).backward()  # the weights stay differentiable
+    (tout.sum() + (tw * tw).sum()).backward()
+    np.testing.assert_allclose(mq.grad, tq.grad.numpy(), rtol=1e-9, atol=1e-10)
+
+
+def test_need_weights_and_average_attn_weights():
+    m, t = _pair("mha")
+    x = mg.tensor(np.random.default_rng(1).standard_normal((2, 3, E)))
+    assert isinstance(m(x, x, x), mg.Tensor)  # minigrad's default: the output alone
+    out, w = m(x, x, x, need_weights=False)
+    assert w is None and out.shape == (2, 3, E)
+    _, w = m(x, x, x, need_weights=True, average_attn_weights=False)
+    _, tw = t(torch.tensor(x.data), torch.tensor(x.data), torch.tensor(x.data), average_attn_weights=False)
+    assert w.shape == (2, H, 3, 3)
+    _same(w, tw)
+
+
+def test_minigrads_mask_keeps_the_lectures_sense_beside_torchs():
+    m, t = _pair("mha")
+    x = mg.tensor(np.random.default_rng(2).standard_normal((2, 4, E)))
+    allowed = np.tril(np.ones((4, 4), bool))
+    a = m(x, x, x, mask=mg.tensor(allowed))
+    b = m(x, x, x, attn_mask=mg.tensor(~allowed))
+    c = m(x, x, x, is_causal=True)
+    np.testing.assert_allclose(a.data, b.data, rtol=1e-12)
+    np.testing.assert_allclose(a.data, c.data, rtol=1e-12)
+    pad = np.array([[False, False, True, True], [False, False, False, False]])
+    both = m(x, x, x, mask=mg.tensor(allowed), key_padding_mask=mg.tensor(pad))  # a key must pass both
+    ref = m(x, x, x, mask=mg.tensor(allowed & ~pad[:, None, None, :]))
+    np.testing.assert_allclose(both.data, ref.data, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["encoder", "encoder-stack"])
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_and_stack_take_torchs_masks(kind, norm_first):
+    m, t = _pair(kind)
+    for layer in (m.layers if kind == "encoder-stack" else [m]):
+        layer.norm_first = norm_first
+    for layer in (t.layers if kind == "encoder-stack" else [t]):
+        layer.norm_first = norm_first
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 4, E))
+    pad = np.array([[False, False, False, True], [False, False, False, False]])
+    causal = np.triu(np.ones((4, 4), bool), 1)
+    name = "mask" if kind == "encoder-stack" else "src_mask"
+    got = m(mg.tensor(x), **{name: mg.tensor(causal)}, src_key_padding_mask=mg.tensor(pad))
+    want = t(torch.tensor(x), **{name: torch.tensor(causal)}, src_key_padding_mask=torch.tensor(pad))
+    _same(got, want, 1e-9)
+    mine = m(mg.tensor(x), attend_mask=mg.tensor(~causal & ~pad[:, None, None, :]))
+    np.testing.assert_allclose(mine.data, got.data, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["decoder", "decoder-stack"])
+def test_decoder_layer_and_stack_take_torchs_masks(kind):
+    m, t = _pair(kind)
+    rng = np.random.default_rng(4)
+    x, mem = rng.standard_normal((2, 3, E)), rng.standard_normal((2, 5, E))
+    causal = np.triu(np.ones((3, 3), bool), 1)
+    mem_pad = np.array([[False] * 5, [False, False, True, True, True]])
+    tgt_pad = np.array([[False, False, True], [False] * 3])
+    cross = np.zeros((3, 5), bool)
+    cross[0, 1] = True
+    kw = dict(tgt_mask=causal, memory_mask=cross, tgt_key_padding_mask=tgt_pad,
+              memory_key_padding_mask=mem_pad)
+    got = m(mg.tensor(x), mg.tensor(mem), **{k: mg.tensor(v) for k, v in kw.items()})
+    want = t(torch.tensor(x), torch.tensor(mem), **{k: torch.tensor(v) for k, v in kw.items()})
+    _same(got, want, 1e-9)
+    mine = m(mg.tensor(x), mg.tensor(mem), attend_mask=mg.tensor(~causal & ~tgt_pad[:, None, None, :]),
+             memory_attend_mask=mg.tensor(~cross & ~mem_pad[:, None, None, :]))
+    np.testing.assert_allclose(mine.data, got.data, rtol=1e-12, atol=1e-12)
+
+
+def test_batch_first_false_is_refused_and_mask_shapes_are_checked():
+    for make in (lambda: nn.MultiheadAttention(E, H, batch_first=False),
+                 lambda: nn.TransformerEncoderLayer(E, H, batch_first=False),
+                 lambda: nn.TransformerDecoderLayer(E, H, batch_first=False)):
+        with pytest.raises(ValueError, match="minigrad is batch-first, .*batch_first=False is not supported"):
+            make()
+    assert nn.MultiheadAttention(E, H, batch_first=True).num_heads == H
+    m = nn.MultiheadAttention(E, H)
+    x = mg.randn(2, 3, E)
+    with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(B, Tk\) = \(2, 3\)"):
+        m(x, x, x, key_padding_mask=mg.tensor(np.zeros((2, 1, 1, 3), bool)))
+    with pytest.raises(ValueError, match=r"attn_mask must have shape \(Tq, Tk\) = \(3, 3\) or \(B \*"):
+        m(x, x, x, attn_mask=mg.tensor(np.zeros((2, 3, 3), bool)))
+    with pytest.raises(TypeError, match="key_padding_mask must be bool"):
+        m(x, x, x, key_padding_mask=mg.tensor(np.zeros((2, 3), np.int64)))
+    layer = nn.TransformerEncoderLayer(E, H, 16)
+    with pytest.raises(ValueError, match=r"EncoderLayer: src_key_padding_mask must have shape \(B, Tk\)"):
+        layer(x, src_key_padding_mask=mg.tensor(np.zeros(3, bool)))
+    with pytest.raises(ValueError, match="add_bias_kv and add_zero_attn are not supported"):
+        nn.MultiheadAttention(E, H, add_bias_kv=True)
+
+
+def test_transformer_layer_arguments_are_in_torchs_positional_order():
+    layer = nn.TransformerEncoderLayer(E, H, 16, 0.0, "gelu", 1e-6, True, True)
+    assert layer.norm_first and layer.norm1.eps == 1e-6 and layer.activation_name == "gelu"
+
+
+# ----------------------------------------------------------------------------- losses
+
+
+@settings(max_examples=15)
+@given(N=st.integers(1, 5), C=st.integers(2, 5), smoothing=st.sampled_from([0.0, 0.1, 0.5]),
+       reduction=st.sampled_from(["mean", "sum", "none"]), weighted=st.booleans(), probs=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_cross_entropy_positional_weight_and_probability_targets(N, C, smoothing, reduction, weighted, probs,
+                                                                  seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((N, C))
+    target = rng.dirichlet(np.ones(C), N) if probs else rng.integers(0, C, N)
+    w = rng.uniform(0.2, 2.0, C) if weighted else None
+    mx, tx = mg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    mw, tw = (mg.tensor(w), torch.tensor(w)) if weighted else (None, None)
+    # weight by position, as PyTorch's order puts it third
+    got = F.cross_entropy(mx, mg.tensor(target), mw, reduction=reduction, label_smoothing=smoothing)
+    want = TF.cross_entropy(tx, torch.tensor(target), tw, reduction=reduction, label_smoothing=smoothing)
+    _same(got, want, 1e-10)
+    got.sum().backward()
+    want.sum().backward()
+    np.testing.assert_allclose(mx.grad, tx.grad.numpy(), rtol=1e-9, atol=1e-12)
+    module = nn.CrossEntropyLoss(mw, reduction=reduction, label_smoothing=smoothing)
+    np.testing.assert_allclose(module(mg.tensor(x), mg.tensor(target)).data, got.data, rtol=1e-12)
+
+
+def test_nll_loss_positional_order_and_legacy_arguments():
+    rng = np.random.default_rng(5)
+    logp = np.log(rng.dirichlet(np.ones(4), 6))
+    t = np.array([0, 1, 2, 3, 1, 2])
+    w = np.array([1.0, 2.0, 0.5, 1.5])
+    got = F.nll_loss(mg.tensor(logp), mg.tensor(t), mg.tensor(w), None, 2)  # ignore_index fifth
+    want = TF.nll_loss(torch.tensor(logp), torch.tensor(t), torch.tensor(w), None, 2)
+    assert got.item() == pytest.approx(want.item(), rel=1e-12)
+    with pytest.raises(ValueError, match="cross_entropy: size_average and reduce are deprecated in PyTorch"):
+        F.cross_entropy(mg.tensor(logp), mg.tensor(t), None, True)
+    with pytest.raises(ValueError, match=r"a float target holds class probabilities and must have the"):
+        F.cross_entropy(mg.tensor(logp), mg.tensor(t.astype(np.float64)))
