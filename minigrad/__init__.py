@@ -120,6 +120,24 @@ from .functions import (
     trunc,
     unsqueeze,
 )
+from .functions_arithmetic import (
+    add,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    div,
+    divide,
+    floor_divide,
+    mul,
+    multiply,
+    neg,
+    negative,
+    pow,
+    sub,
+    subtract,
+    true_divide,
+)
 from .functions_indexing import (
     bmm,
     broadcast_to,
@@ -138,15 +156,21 @@ from .functions_indexing import (
     take_along_dim,
 )
 from .functions_shape import (
+    chunk,
     clone,
     concat,
     concatenate,
+    detach,
+    flatten,
     flip,
     hstack,
+    masked_fill,
     moveaxis,
     movedim,
     narrow,
+    numel,
     roll,
+    split,
     swapaxes,
     swapdims,
     tile,
@@ -156,7 +180,7 @@ from .functions_shape import (
     unflatten,
     vstack,
 )
-from .functions_statistics import median, multinomial, norm
+from .functions_statistics import amax, amin, argmax, argmin, logsumexp, median, multinomial, norm, std, var
 from .gradcheck import GradcheckError, gradcheck
 from .memory import keep_freed_memory
 from .random import manual_seed
@@ -208,4 +232,9 @@ __all__ += [  # indexing, einsum and matrix products (functions_indexing.py)
     "bmm", "broadcast_to", "diagonal", "einsum", "gather", "index_add", "index_select",
     "masked_select", "mm", "nonzero", "outer", "repeat_interleave", "scatter", "scatter_add",
     "take_along_dim",
+]
+__all__ += [  # function forms of the arithmetic, bitwise, reduction and shape methods
+    "add", "amax", "amin", "argmax", "argmin", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
+    "chunk", "detach", "div", "divide", "flatten", "floor_divide", "logsumexp", "masked_fill", "mul",
+    "multiply", "neg", "negative", "numel", "pow", "split", "std", "sub", "subtract", "true_divide", "var",
 ]

@@ -79,3 +79,27 @@ def vstack(tensors: Sequence[Any]) -> Tensor:
     """Join along the rows (dim 0), a 1-d tensor of n (or a 0-d one) counting as a 1 x n row."""
     ts = [t.reshape(1, -1) if t.ndim < 2 else t for t in map(as_tensor, tensors)]
     return cat(ts, 0)
+
+
+def flatten(input: Any, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    return as_tensor(input).flatten(start_dim, end_dim)
+
+
+def chunk(input: Any, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    return as_tensor(input).chunk(chunks, dim)
+
+
+def split(tensor: Any, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    return as_tensor(tensor).split(split_size_or_sections, dim)
+
+
+def masked_fill(input: Any, mask: Any, value: Any) -> Tensor:
+    return as_tensor(input).masked_fill(mask, value)
+
+
+def detach(input: Any) -> Tensor:
+    return as_tensor(input).detach()
+
+
+def numel(input: Any) -> int:
+    return as_tensor(input).numel()
