@@ -25,6 +25,7 @@ from minigrad.autograd import Function
 from minigrad.ops import elementwise as ew
 from minigrad.ops import linalg, ordering, pointwise, reduce, rounding, shape
 
+from .twins_conv import CONV_TWINS
 from .twins_indexing import INDEXING_TWINS
 from .twins_nn import NN_TWINS
 from .twins_statistics import STATISTICS_TWINS
@@ -290,7 +291,9 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
 RANDOM_OPS: frozenset[type[Function]] = frozenset({kernels.Dropout, fa.Attention, packed.PackedAttention})
 
 # The twins of the indexing ops, of the nn layers added with the recurrent and normalisation
-# modules, and of the statistics reductions live in their own files beside this one.
+# modules, of the statistics reductions and of convolution, pooling and batch norm live in
+# their own files beside this one.
 TORCH_OPS.update(INDEXING_TWINS)
 TORCH_OPS.update(NN_TWINS)
 TORCH_OPS.update(STATISTICS_TWINS)
+TORCH_OPS.update(CONV_TWINS)
