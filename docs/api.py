@@ -94,9 +94,9 @@ SUMMARY = {
 # pattern a name matches (case-insensitive) gives its group and what to do instead.
 GROUPS = [
     ("Lazy modules", r"^lazy", "give every size when building a layer"),
-    ("Convolution and folding", r"conv|fold", "planned in the next release"),
-    ("Padding", r"pad", "compose with `mg.cat` (or `minigrad.nn`'s padding layers, where one fits)"),
-    ("Pooling", r"pool", "planned in the next release"),
+    ("Convolution and folding", r"conv|fold", "`nn.Conv1d` / `nn.Conv2d` (no 3-D or transposed ones)"),
+    ("Padding", r"pad", "`F.pad` (constant, reflect, replicate, circular)"),
+    ("Pooling", r"pool", "`nn.MaxPool1d`, `nn.MaxPool2d`, `nn.AvgPool2d`, `nn.AdaptiveAvgPool2d`"),
     ("Normalization", r"norm|lrn", "the normalization layers of `minigrad.nn` (`LayerNorm`, ...)"),
     ("Recurrent layers", r"^(rnn|lstm|gru)", "the recurrent layers and cells of `minigrad.nn`"),
     ("Transformer (whole model)", r"^transformer$", "stack `TransformerEncoder` and `TransformerDecoder`"),

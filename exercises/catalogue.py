@@ -14,7 +14,7 @@ from .grader import Check
 ORDER = [
     "mul_broadcast", "matmul_backward", "reductions", "softmax_backward", "cross_entropy",
     "layer_norm_backward", "linear_layer", "attention_forward", "attention_backward", "multi_head",
-    "positional_encoding", "additive_attention", "encoder_layer",
+    "positional_encoding", "additive_attention", "encoder_layer", "conv2d_backward",
 ]
 
 

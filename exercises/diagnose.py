@@ -116,6 +116,42 @@ HINTS: dict[str, str] = {
         "hold features h*D .. (h+1)*D - 1 of every position, and the output at position t must "
         "be concat(head_1[t], ..., head_H[t]); look at the axis order around each reshape."
     ),
+    "kernel_flipped": (
+        "Your forward is the reference with the kernel flipped (rotated by 180 degrees): a "
+        "convolution in the signal-processing sense. conv2d in deep learning (PyTorch's too) is a "
+        "cross-correlation: out[h, w] reads x_pad[s*h + i, s*w + j] with weight w[i, j] as it is. "
+        "Look at the indices your forward pairs each weight with."
+    ),
+    "dw_not_summed_over_batch": (
+        "Your dw is right for one sample, or per sample, but not summed over the batch (or it is "
+        "averaged). One kernel is applied to every sample, so its gradient is the sum of every "
+        "sample's contribution: dw = sum over n of g_n cols_n^T. Look at the batch axis of the "
+        "product that makes dw (and at a loop that assigns dw where it should add to it)."
+    ),
+    "padding_cropped_wrong": (
+        "Your dx is the gradient of the padded input, cropped in the wrong place (off by one, at "
+        "the corner, or not at all). The forward padded x by `padding` zeros on each side, so x "
+        "sits at rows padding .. padding + H - 1 of x_pad, and the same columns. Look at the crop, "
+        "and at what x[p:-p] gives when p = 0."
+    ),
+    "stride_ignored_in_backward": (
+        "Your backward treats the stride as 1: the windows' gradients are put back (or dw reads "
+        "x) at consecutive positions, where the forward read window (h, w) at rows s*h + i and "
+        "columns s*w + j. The backward must visit exactly the positions the forward read; look at "
+        "the step of the slices in your col2im and in dw."
+    ),
+    "db_not_summed_over_space": (
+        "Your db is not the sum of g over the batch and every output position. b[o] is added to "
+        "out[n, o, h, w] for every n, h and w, so db[o] sums g[n, o, h, w] over all three axes "
+        "(a sum, not a mean), giving one number per output channel."
+    ),
+    "col2im_overwrites": (
+        "Your dx loses contributions where windows overlap: each entry gets the gradient of only "
+        "one of the windows that read it (the last one written). An input entry read by several "
+        "windows gets the sum of their gradients. Look for an assignment (=) where col2im must "
+        "add (+=), or a fancy-indexed += with repeated indices, which numpy does not accumulate "
+        "(np.add.at does)."
+    ),
 }
 
 

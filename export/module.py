@@ -129,9 +129,11 @@ class TorchExport(torch.nn.Module):
     def _trace(self, arrays: list[Any], params: list, grad: bool) -> Program:
         """Trace the minigrad function on arrays, in training mode (so that dropout is in the
         program; the torch module's mode decides whether it drops), leaving no trace behind:
-        the model's mode and minigrad's random generator are restored afterwards."""
+        the model's mode, its buffers (batch norm's running statistics) and minigrad's random
+        generator are restored afterwards."""
         inputs = [x if a is None else t for a, x, t in zip(arrays, self._fixed, _mg_inputs(arrays))]
         modes, rng = [(m, m.training) for m in self._model.modules()], get_rng_state()
+        buffers = [(b, b.data.copy()) for b in self._model.buffers() if b is not None]
         self._model.train()
         try:
             with (mg.enable_grad() if grad else mg.no_grad()):
@@ -139,6 +141,8 @@ class TorchExport(torch.nn.Module):
         finally:
             for m, mode in modes:
                 m.training = mode
+            for b, data in buffers:
+                b.data = data
             set_rng_state(rng)
 
     # ------------------------------------------------------------------ calling

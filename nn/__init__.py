@@ -10,7 +10,9 @@ from .attention import (
     padding_mask,
 )
 from .attention_maps import AttentionMaps, AttentionRecord, record_attention
+from .batchnorm import BatchNorm1d, BatchNorm2d
 from .bilinear import Bilinear
+from .conv import Conv1d, Conv2d
 from .layers import (
     ELU,
     GELU,
@@ -48,6 +50,7 @@ from .losses import (
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential, evaluating
 from .normalization import GroupNorm
 from .packed_attention import KVCache
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .recurrent import GRUCell, LSTMCell, RNNCell
 from .recurrent_layers import GRU, LSTM, RNN
@@ -77,6 +80,10 @@ __all__ = [
     "GRU", "LSTM", "LSTMCell", "RNN",
     # normalization and bilinear layers
     "Bilinear", "GroupNorm",
+    # batch normalization
+    "BatchNorm1d", "BatchNorm2d",
+    # convolution and pooling layers
+    "AdaptiveAvgPool2d", "AvgPool2d", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d",
 ]
 
 attention_drawing.register_attention_drawings()  # draw_graph(expand_fused=True) draws attention as its steps

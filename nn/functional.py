@@ -30,6 +30,10 @@ __all__ = [
     "mse_loss", "smooth_l1_loss",
     # padding.py, normalization.py, bilinear.py
     "bilinear", "group_norm", "pad",
+    # batchnorm.py
+    "batch_norm",
+    # conv.py, pooling.py
+    "adaptive_avg_pool2d", "avg_pool2d", "conv1d", "conv2d", "max_pool1d", "max_pool2d",
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -223,8 +227,10 @@ from .activations import (  # noqa: E402, F401
     softmin,
     softplus,
 )
+from .batchnorm import batch_norm  # noqa: E402, F401
 from .bilinear import bilinear  # noqa: E402, F401
 from .classification import cross_entropy, nll_loss  # noqa: E402, F401
+from .conv import conv1d, conv2d  # noqa: E402, F401
 from .functional_attention import (  # noqa: E402, F401
     attention_reference,
     packed_self_attention,
@@ -242,3 +248,4 @@ from .losses import (  # noqa: E402, F401
 )
 from .normalization import group_norm  # noqa: E402, F401
 from .padding import pad  # noqa: E402, F401
+from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool1d, max_pool2d  # noqa: E402, F401

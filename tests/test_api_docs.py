@@ -82,7 +82,7 @@ def test_rows_name_torch_counterparts_and_minigrads_own(generated):
     assert _cells(sections["minigrad.optim"], "StepLR")[2] == "`torch.optim.lr_scheduler.StepLR`"
     assert _cells(sections["minigrad.Tensor"], "shape")[::2] == ["property", "`torch.Tensor.shape`"]
     assert _cells(sections["minigrad.Tensor"], "data")[0] == "attribute"
-    assert "| Pooling | " in generated and "`nn.MaxPool2d`" in generated
+    assert "| Pooling | " in generated and "`nn.MaxPool3d`" in generated
 
 
 def test_a_missing_module_is_left_out_and_a_broken_one_raises(monkeypatch, tmp_path):

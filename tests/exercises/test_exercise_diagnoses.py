@@ -163,6 +163,54 @@ z = x + self.self_attn(h, h, h, mask=mask)
 return z + self.linear2(self.linear1(self.norm2(z)).relu())"""),
     ("encoder_layer", "missing_residual", LAYER.replace("norm2(z + self.linear2", "norm2(self.linear2")),
 ]
+CONV_FORWARD = """n, o = x.shape[0], w.shape[0]
+cols, (ho, wo) = im2col(x, w.shape[2], w.shape[3], stride, padding)
+ctx.save_for_backward(x, w, cols)
+ctx.stride, ctx.padding = stride, padding
+return (w.reshape(o, -1) @ cols + b[:, None]).reshape(n, o, ho, wo)"""
+CONV_BACKWARD = """x, w, cols = ctx.saved
+s, p = ctx.stride, ctx.padding
+(n, c, h, wd), (o, _, kh, kw) = x.shape, w.shape
+ho, wo = g.shape[2:]
+g2 = g.reshape(n, o, -1)
+d = (w.reshape(o, -1).T @ g2).reshape(n, c, kh, kw, ho, wo)
+dx = np.zeros((n, c, h + 2 * p, wd + 2 * p))
+for i in range(kh):
+    for j in range(kw):
+        dx[:, :, i:i + s * ho:s, j:j + s * wo:s] += d[:, :, i, j]
+dw = (g2 @ cols.transpose(0, 2, 1)).sum(axis=0).reshape(w.shape)
+return dx[:, :, p:p + h, p:p + wd], dw, g.sum(axis=(0, 2, 3))"""
+
+
+def conv(backward: tuple[str, str] = ("", ""), forward: tuple[str, str] = ("", "")) -> list[str]:
+    """The im2col forward and col2im backward with one replacement (old, new) in either."""
+    return [CONV_FORWARD.replace(*forward) if forward[0] else CONV_FORWARD,
+            CONV_BACKWARD.replace(*backward) if backward[0] else CONV_BACKWARD]
+
+
+WRONG += [
+    ("conv2d_backward", "kernel_flipped",
+     conv(forward=("w.reshape(o, -1) @", "w[:, :, ::-1, ::-1].reshape(o, -1) @"))),
+    ("conv2d_backward", "dw_not_summed_over_batch",
+     conv((".sum(axis=0).reshape(w.shape)", ".reshape((n,) + w.shape)"))),
+    ("conv2d_backward", "dw_not_summed_over_batch",
+     conv((".sum(axis=0).reshape(", ".mean(axis=0).reshape("))),
+    ("conv2d_backward", "dw_not_summed_over_batch",  # a loop over the batch that assigns dw
+     conv(("dw = (g2 @ cols.transpose(0, 2, 1)).sum(axis=0).reshape(w.shape)",
+           "for k in range(n):\n    dw = (g2[k] @ cols[k].T).reshape(w.shape)"))),
+    ("conv2d_backward", "padding_cropped_wrong", conv(("dx[:, :, p:p + h, p:p + wd]", "dx"))),
+    ("conv2d_backward", "padding_cropped_wrong",  # right for p = 1, empty for p = 0
+     conv(("dx[:, :, p:p + h, p:p + wd]", "dx[:, :, p:-p, p:-p]"))),
+    ("conv2d_backward", "padding_cropped_wrong",
+     conv(("dx[:, :, p:p + h, p:p + wd]", "dx[:, :, p + 1:p + 1 + h, p + 1:p + 1 + wd]"))),
+    ("conv2d_backward", "padding_cropped_wrong", conv(("dx[:, :, p:p + h, p:p + wd]", "dx[:, :, :h, :wd]"))),
+    ("conv2d_backward", "stride_ignored_in_backward",
+     conv(("dx[:, :, i:i + s * ho:s, j:j + s * wo:s]", "dx[:, :, i:i + ho, j:j + wo]"))),
+    ("conv2d_backward", "db_not_summed_over_space", conv(("g.sum(axis=(0, 2, 3))", "g.sum(axis=0)"))),
+    ("conv2d_backward", "db_not_summed_over_space",
+     conv(("g.sum(axis=(0, 2, 3))", "g.mean(axis=(0, 2, 3))"))),
+    ("conv2d_backward", "col2im_overwrites", conv(("] += d[:, :, i, j]", "] = d[:, :, i, j]"))),
+]
 
 
 def student_file(tmp_path: Path, task: str, body: str | list[str]) -> str:

@@ -164,6 +164,34 @@ MODULES = [
                  lambda r, B: (r.standard_normal((B, 3, 5)),), id="LSTM"),
     pytest.param(lambda: nn.LSTMCell(5, 4), lambda m, x, h, c: m(x, (h, c)),
                  lambda r, B: tuple(r.standard_normal((B, n)) for n in (5, 4, 4)), id="LSTMCell"),
+    # batch norm without running statistics: the batch's statistics in training and in eval, so
+    # the export is exact in both modes and its state dict (parameters only) is minigrad's
+    pytest.param(lambda: nn.BatchNorm1d(4, track_running_stats=False), None, x3, id="BatchNorm1d-NCL"),
+    pytest.param(lambda: nn.BatchNorm1d(5, affine=False, track_running_stats=False), None,
+                 lambda r, B: (r.standard_normal((B, 5)),), id="BatchNorm1d-NC-affine-off"),
+    pytest.param(lambda: nn.BatchNorm2d(3, track_running_stats=False), None,
+                 lambda r, B: (r.standard_normal((B, 3, 2, 2)),), id="BatchNorm2d"),
+    # convolution and pooling (NCHW / NCL images)
+    pytest.param(lambda: nn.Conv2d(3, 4, 3, stride=2, padding=1), None,
+                 lambda r, B: (r.standard_normal((B, 3, 7, 6)),), id="Conv2d"),
+    pytest.param(lambda: nn.Conv2d(4, 6, (2, 3), padding="same", dilation=(2, 1), groups=2, bias=False), None,
+                 lambda r, B: (r.standard_normal((B, 4, 5, 5)),), id="Conv2d-same-groups"),
+    pytest.param(lambda: nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect"), None,
+                 lambda r, B: (r.standard_normal((B, 2, 4, 5)),), id="Conv2d-reflect"),
+    pytest.param(lambda: nn.Conv1d(3, 5, 3, stride=2, padding=2), None,
+                 lambda r, B: (r.standard_normal((B, 3, 9)),), id="Conv1d"),
+    pytest.param(lambda: nn.MaxPool2d(3, 2, padding=1, ceil_mode=True), None,
+                 lambda r, B: (r.standard_normal((B, 2, 6, 7)),), id="MaxPool2d"),
+    pytest.param(lambda: nn.MaxPool1d(2, dilation=2), None,
+                 lambda r, B: (r.standard_normal((B, 2, 7)),), id="MaxPool1d"),
+    pytest.param(lambda: nn.AvgPool2d(3, 2, padding=1, count_include_pad=False), None,
+                 lambda r, B: (r.standard_normal((B, 2, 6, 7)),), id="AvgPool2d"),
+    pytest.param(lambda: nn.AdaptiveAvgPool2d((2, 3)), None,
+                 lambda r, B: (r.standard_normal((B, 2, 5, 7)),), id="AdaptiveAvgPool2d"),
+    pytest.param(lambda: nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                       nn.Conv2d(4, 8, 3, padding=1), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                       nn.Linear(8, 3)), None,
+                 lambda r, B: (r.standard_normal((B, 1, 8, 8)),), id="Sequential-cnn"),
 ]
 
 
@@ -268,3 +296,15 @@ def test_attention_weights_export_since_they_stay_in_the_graph():
     tout, tw = exported(torch.tensor(x))
     np.testing.assert_allclose(tout.detach().numpy(), out.data, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(tw.detach().numpy(), w.data, rtol=1e-5, atol=1e-6)
+
+
+def test_export_leaves_the_running_statistics_as_they_were():
+    """Tracing runs the model in training mode; batch norm's buffers are restored after it."""
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
+    before = {k: v.copy() for k, v in model.state_dict().items()}
+    to_torch(model, x)
+    after = model.state_dict()
+    assert before.keys() == after.keys()
+    for key in before:
+        np.testing.assert_array_equal(after[key], before[key], err_msg=key)
