@@ -1,8 +1,8 @@
-"""Models of the transformer family built on minigrad.nn.
+"""Models built on minigrad.nn: the transformer family, an RNN, and a CNN and a captioner.
 
     from minigrad.models import GPT, GPTConfig     # the same as from minigrad.models.gpt import ...
 
-Each model lives in its own module (gpt, bert, seq2seq, vit, rnn_seq2seq); the names below are
+Each model lives in its own module (gpt, bert, seq2seq, vit, rnn_seq2seq, cnn, caption); the names below are
 imported on first use, so `import minigrad.models` (and the `minigrad` command) stays quick.
 """
 
@@ -17,6 +17,8 @@ _WHERE = {
     "Seq2Seq": "seq2seq", "Seq2SeqConfig": "seq2seq",
     "ViT": "vit", "ViTConfig": "vit",
     "RNNSeq2Seq": "rnn_seq2seq", "RNNConfig": "rnn_seq2seq",
+    "CNN": "cnn", "CNNConfig": "cnn",
+    "Captioner": "caption", "CaptionConfig": "caption",
 }
 __all__ = list(_WHERE)
 

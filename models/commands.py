@@ -149,6 +149,9 @@ def cmd_train(args: argparse.Namespace, engines: Mapping[str, EngineChoice]) -> 
 
 def cmd_sample(args: argparse.Namespace) -> int:
     recipe, _ = _recipe_from_checkpoint(args.checkpoint, load_data=False)
+    if hasattr(recipe, "sample_images"):  # captioning: test pictures and their captions, no prompt
+        print(recipe.sample_images(seed=args.seed))
+        return 0
     if not hasattr(recipe, "sample"):
         raise ValueError(f"{recipe.name} models do not generate text; try `minigrad eval`")
     mg.manual_seed(args.seed)
@@ -268,7 +271,7 @@ def add_commands(subparsers: Any, engines: Mapping[str, EngineChoice] | None = N
     a = subparsers.add_parser("attention", help="heatmaps of a checkpoint's attention weights on an input")
     a.add_argument("checkpoint")
     a.add_argument("--text", help="the input: text (gpt, bert) or the source sequence (seq2seq, rnn)")
-    a.add_argument("--index", type=int, default=0, help="vit: which test image (default 0)")
+    a.add_argument("--index", type=int, default=0, help="vit, caption: which test image (default 0)")
     a.add_argument("--out", default="attention.png", help="the picture (default attention.png)")
     a.set_defaults(run=cmd_attention)
 

@@ -97,6 +97,10 @@ def plot_model_attention(recipe: Recipe, out: str, text: str | None = None,
     """
     from minigrad.viz import plot_attention
 
+    if recipe.name == "caption":  # each word's attention over the picture, not a heatmap of tokens
+        if text is not None:
+            raise ValueError("caption looks at a picture, not at text: choose a test picture with --index")
+        return recipe.plot_attention(out, index)
     look = _LOOKS.get(recipe.name)
     if look is None:
         raise ValueError(f"minigrad attention does not know how to feed a {recipe.name} model")

@@ -19,7 +19,9 @@ RECIPES = {
     "bert": "mlm:BERTRecipe",
     "seq2seq": "translate:Seq2SeqRecipe",
     "vit": "vision:ViTRecipe",
+    "cnn": "vision_cnn:CNNRecipe",
     "rnn": "translate_rnn:RNNRecipe",
+    "caption": "caption:CaptionRecipe",
 }
 
 

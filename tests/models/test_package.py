@@ -6,13 +6,14 @@ import sys
 import pytest
 
 import minigrad.models as models
-from minigrad.models import bert, gpt, rnn_seq2seq, seq2seq, vit
+from minigrad.models import bert, caption, cnn, gpt, rnn_seq2seq, seq2seq, vit
 
 
 @pytest.mark.parametrize("name,module", [
     ("GPT", gpt), ("GPTConfig", gpt), ("BERT", bert), ("BERTConfig", bert), ("Seq2Seq", seq2seq),
     ("Seq2SeqConfig", seq2seq), ("ViT", vit), ("ViTConfig", vit), ("RNNSeq2Seq", rnn_seq2seq),
-    ("RNNConfig", rnn_seq2seq),
+    ("RNNConfig", rnn_seq2seq), ("CNN", cnn), ("CNNConfig", cnn), ("Captioner", caption),
+    ("CaptionConfig", caption),
 ])
 def test_the_models_are_names_of_the_package(name, module):
     assert getattr(models, name) is getattr(module, name) and name in dir(models)
