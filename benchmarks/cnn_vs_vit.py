@@ -5,6 +5,7 @@ training digits, with the same budget of steps, tested on the same 360 held-out 
     python benchmarks/cnn_vs_vit.py                                   # the table (~4 min)
     python benchmarks/cnn_vs_vit.py --json benchmarks/cnn_vs_vit_results.json --plot docs/cnn_vs_vit.png
     python benchmarks/cnn_vs_vit.py --steps 100 --sizes 100 1437      # a quicker look
+    python benchmarks/cnn_vs_vit.py --readme-only    # README's table from the saved results
 
 Each run is what `minigrad train cnn|vit --preset quick --steps STEPS` does on a training set
 cut to its first N images: the preset's batch size, learning rate and schedule, the weights
@@ -80,6 +81,31 @@ def table(rows: list[dict], sizes: list[int]) -> str:
     return "\n".join(lines + [f"parameters: {params}"])
 
 
+README = Path(__file__).resolve().parents[1] / "README.md"
+RESULTS = Path(__file__).resolve().with_name("cnn_vs_vit_results.json")
+START, END = "<!-- cnn-vs-vit:start -->", "<!-- cnn-vs-vit:end -->"
+
+
+def markdown(figures: dict) -> str:
+    """README's CNN-vs-ViT section (between the markers) from the saved figures, and nothing else."""
+    by = {(r["model"], r["train_size"]): r for r in figures["runs"]}
+    params = {m: next(r["parameters"] for r in figures["runs"] if r["model"] == m) for m in MODELS}
+    head = " | ".join(f"{NAMES[m]} ({params[m]:,} parameters)" for m in MODELS)
+    lines = [START, "", f"| training images | {head} |", "|---" * (len(MODELS) + 1) + "|"]
+    for n in figures["sizes"]:
+        lines.append(f"| {n} | " + " | ".join(f"{100 * by[m, n]['accuracy']:.1f}%" for m in MODELS) + " |")
+    lines += ["", f"Test accuracy on the {figures['test_images']} held-out digits, {figures['steps']} steps "
+              f"for every run; measured by `{figures['command']}` ({figures['machine']}, "
+              f"{figures['threads']} thread, {figures['date']}).", "", END]
+    return "\n".join(lines)
+
+
+def write_readme(figures: dict) -> None:
+    text = README.read_text()
+    a, b = text.index(START), text.index(END) + len(END)
+    README.write_text(text[:a] + markdown(figures) + text[b:])
+
+
 def plot(rows: list[dict], steps: int, path: str) -> None:
     """Test accuracy against training-set size (log scale), one line per model."""
     try:
@@ -123,7 +149,13 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     p.add_argument("--json", help="write the figures to this file")
     p.add_argument("--plot", help="draw accuracy against training-set size to this PNG")
+    p.add_argument("--readme-only", action="store_true",
+                   help=f"rewrite README's table from {RESULTS.name} (no training)")
     args = p.parse_args()
+    if args.readme_only:
+        write_readme(json.loads(RESULTS.read_text()))
+        print(f"wrote README's CNN-vs-ViT table from {RESULTS.name}")
+        return
     if args.steps < 1 or min(args.sizes) < 1:
         p.error("--steps and --sizes must be positive")
     mg.set_num_threads(args.threads)

@@ -59,6 +59,16 @@ ROWS = {
                      lambda m: f"val loss {m['val_loss']:.3f} nats/char", "<= 1.85"),
     "vit": Row("vit", "quick", "ViT 2 layers, 4 heads, d=64, 2x2 patches", (("accuracy", ">=", 0.95),),
                lambda m: f"test accuracy {_pct(m['accuracy'])} (360 digits)", ">= 95%"),
+    "cnn": Row("cnn", "quick", "CNN 3 conv layers (32, 64, 128 channels), BatchNorm",
+               (("accuracy", ">=", 0.98),),
+               lambda m: f"test accuracy {_pct(m['accuracy'])} (360 digits)", ">= 98%"),
+    "caption": Row("caption", "quick", "Captioning: CNN grid + LSTM with additive attention",
+                   (("exact_match_seen", ">=", 0.90), ("attention_share", ">=", 0.5)),
+                   lambda m: (f"exact caption {_pct(m['exact_match_seen'])} on held-out images of seen "
+                              "pairs, "
+                              f"{_pct(m['exact_match_unseen'])} unseen pairs; "
+                              f"{_pct(m['attention_share'])} of a digit word's attention on its digit"),
+                   ">= 90%; most on the digit"),
     "seq2seq-reverse": Row("seq2seq", "reverse", "Transformer encoder-decoder (reverse 8-12 digits)",
                            (("exact_match", ">=", 0.99),),
                            lambda m: f"exact match {_pct(m['exact_match'])} (1000 held out)", ">= 99%"),
@@ -76,7 +86,7 @@ ROWS = {
                          (("exact_match", ">", "rnn-plain"),),
                          lambda m: f"exact match {_pct(m['exact_match'])}", "beats no attention"),
 }
-TABLE_ORDER = ["gpt-quick", "gpt-small", "vit", "seq2seq-reverse", "seq2seq-dates", "bert",
+TABLE_ORDER = ["gpt-quick", "gpt-small", "vit", "cnn", "caption", "seq2seq-reverse", "seq2seq-dates", "bert",
                "rnn-attention", "rnn-plain"]
 
 

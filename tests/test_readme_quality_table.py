@@ -68,7 +68,8 @@ def test_the_cheapest_row_measures_what_the_table_says():
 
 def _fake() -> dict:
     metrics = {"val_loss": 1.2345, "accuracy": 0.9712, "exact_match": 0.9876, "mlm_acc": 0.301,
-               "mlm_baseline": 0.052, "mlm_margin": 0.249, "nsp_acc": 0.733}
+               "mlm_baseline": 0.052, "mlm_margin": 0.249, "nsp_acc": 0.733, "exact_match_seen": 0.951,
+               "exact_match_unseen": 0.902, "attention_share": 0.876}
     return {"rows": {name: {"metrics": dict(metrics, exact_match=0.5 if name == "rnn-plain" else 0.9876),
                             "steps": 123, "seconds": 45.6 if i else 1234.0, "date": "2000-01-02",
                             "machine": "Some CPU, 2 cores", "load": 1.5}
@@ -85,8 +86,11 @@ def test_the_writer_renders_every_row_from_the_results():
     assert len(rows) == len(quality.TABLE_ORDER)
     assert rows[0] == ("| GPT 2 layers, 4 heads, d=64 | `quick` | 123 | val loss 1.234 nats/char | <= 2.10 "
                        "| 21 min (load 1.5) |")
-    assert "| exact match 98.8% (1000 held out) | >= 99% | 46 s (load 1.5) |" in rows[3]
-    assert "masked-word accuracy 30.1% (most frequent word: 5.2%); next sentence 73.3%" in rows[5]
+    assert "| CNN 3 conv layers" in rows[3] and "| test accuracy 97.1% (360 digits) | >= 98% |" in rows[3]
+    assert ("exact caption 95.1% on held-out images of seen pairs, 90.2% unseen pairs; 87.6% of a digit "
+            "word's attention on its digit") in rows[4]
+    assert "| exact match 98.8% (1000 held out) | >= 99% | 46 s (load 1.5) |" in rows[5]
+    assert "masked-word accuracy 30.1% (most frequent word: 5.2%); next sentence 73.3%" in rows[7]
     assert rows[-1].startswith("| GRU encoder-decoder, no attention | `dates-noattn` | 123 "
                                "| exact match 50.0% |")
 
