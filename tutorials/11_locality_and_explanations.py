@@ -76,28 +76,26 @@ assert needed == {3: 7, 5: 4, 7: 3}
 # %% [markdown]
 # ### Measured with gradients
 #
-# minigrad has no convolution layer, and needs none: a convolution is a Linear layer applied
-# to every window of `k` neighbours. We pad the sequence with `(k-1)/2` zero vectors on each
-# side, put the `k` shifted copies side by side (`(B, T, k*C)`), and multiply by one shared
-# weight matrix. Autograd differentiates it like any other composition.
+# `nn.Conv1d` is PyTorch's layer: it reads `(B, C, T)`, channels before time, so the words,
+# `(B, T, C)`, are transposed on the way in and out. `padding=(k-1)/2` keeps the length (a
+# "same" convolution, centred on each word), and a tanh follows each layer. Inside, a
+# convolution is a Linear layer applied to every window of `k` neighbours, one weight matrix
+# shared by all positions (tutorial 13 shows the same for images with `nn.Conv2d`);
+# autograd differentiates it like any other composition.
 
 # %%
 class Conv1d(nn.Module):
-    """A centred ("same") 1-D convolution over the time axis, written as unfold + Linear.
+    """A centred ("same") 1-D convolution over the time axis, then tanh: `nn.Conv1d` on words.
 
     Shape: x (B, T, C) -> (B, T, C).
     """
 
     def __init__(self, channels: int, k: int):
-        self.k = k
-        self.proj = nn.Linear(k * channels, channels)
+        self.conv = nn.Conv1d(channels, channels, kernel_size=k, padding=(k - 1) // 2)
 
     def forward(self, x):
-        B, T, C = x.shape
-        pad = mg.zeros(B, (self.k - 1) // 2, C)
-        padded = mg.cat([pad, x, pad], dim=1)  # (B, T + k - 1, C)
-        windows = mg.cat([padded[:, j:j + T] for j in range(self.k)], dim=-1)  # (B, T, k*C)
-        return self.proj(windows).tanh()  # (B, T, C)
+        out = self.conv(x.transpose(1, 2))  # (B, C, T): nn.Conv1d wants channels first
+        return out.transpose(1, 2).tanh()  # (B, T, C)
 
 
 # %% [markdown]

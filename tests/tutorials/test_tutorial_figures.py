@@ -308,3 +308,62 @@ def test_12_the_online_softmax_the_tiles_and_the_memory(runs):
     from minigrad.nn.fused_attention import TILED_MIN_LENGTH, TILED_MIN_SCORES
     scores, length = _stated(text, r"tiled kernel from 2\^(\d+) scores .*? at least (\d+),")
     assert (2 ** int(scores), int(length)) == (TILED_MIN_SCORES, TILED_MIN_LENGTH)
+
+
+def test_13_receptive_fields_the_sweeps_and_the_captioner(runs):
+    name = "13_cnn_and_captioning.py"
+    row, text = _readme(name), _markdown(name)
+    # section 1: the windows of 1, 2, 3 stacked 3x3 convolutions and the parameter counts
+    stated = _stated(row, r"(\d), (\d), (\d) stacked 3x3 convolutions see windows (\d), (\d), (\d) "
+                          r"pixels wide")
+    for depth, width in zip(stated[:3], stated[3:]):
+        got = _printed(runs, name, rf"^{depth} stacked 3x3 conv\(s\): out\[5, 5\] depends on a {NUMBER} x "
+                                   rf"{NUMBER} window")
+        assert got == (float(width), float(width)), (depth, got)
+    assert "outside its 3 x 3 patch" in row  # three rows of 11 pixels with three ones each, the rest zero
+    assert len(_lines(runs, name, r"^ \[0 0 0 0 1 1 1 0 0 0 0\]$")) == 3
+    assert len(_lines(runs, name, r"^ ?\[?\[0 0 0 0 0 0 0 0 0 0 0\]\]?$")) == 8
+    conv, dense = _stated(row, r"weight sharing \(([\d,]+) parameters against a dense layer's ([\d,]+)\)")
+    got_conv, got_dense = _lines(runs, name, r"^parameters for \(1, 8, 8\) -> \(16, 8, 8\): conv ([\d,]+), "
+                                             r"dense ([\d,]+) ")[0]
+    assert (got_conv, got_dense) == (conv, dense)
+    # section 3: the in-tutorial sweep (trained) and the saved full sweep (read from its file)
+    allowance = TRAINED_POINTS / 100
+    cnn_few, vit_few, cnn_all, vit_all = _stated(
+        row, rf"same 200 steps \({NUMBER} vs {NUMBER} on 100 images, {NUMBER} vs {NUMBER} on 1437\)")
+    (steps,) = _stated(text, r"the same budget: (\d+) steps of 32 images")
+    assert steps == "200" and _lines(runs, name, rf"^4 runs of {steps} steps in ")
+    for model, few, full in (("CNN", cnn_few, cnn_all), ("ViT", vit_few, vit_all)):
+        got_few, got_full = _printed(runs, name, rf"^{model}: [\d,]+ parameters; test accuracy {NUMBER} on "
+                                                 rf"100 images, {NUMBER} on 1437$")
+        _agrees(got_few, few, allowance, f"{model}, 200 steps on 100 images")
+        _agrees(got_full, full, allowance, f"{model}, 200 steps on 1437 images")
+    table = {int(n): (cnn, vit) for n, cnn, vit in _lines(runs, name, rf"^ +(\d+) +{NUMBER}% +{NUMBER}%$")}
+    assert sorted(table) == [100, 200, 500, 1437]
+    for quoted in (_stated(row, rf"\({NUMBER}% vs {NUMBER}% on 100 images, {NUMBER}% vs {NUMBER}% on 1437\)"),
+                   _stated(text, rf"on 100 images the CNN reaches {NUMBER}% against the ViT's {NUMBER}%, on "
+                                 rf"all 1437 images {NUMBER}% against {NUMBER}%")):
+        for (cnn, vit), n in zip((quoted[:2], quoted[2:]), (100, 1437)):
+            _agrees(float(table[n][0]), cnn, what=f"the saved sweep, CNN on {n} images")
+            _agrees(float(table[n][1]), vit, what=f"the saved sweep, ViT on {n} images")
+    cnn_k, vit_k = _stated(text, r"\(about (\d+)k and (\d+)k parameters\)")
+    got = _lines(runs, name, r"^parameters: CNN ([\d,]+), ViT ([\d,]+)$")[0]
+    assert [round(int(g.replace(",", "")) / 1000) for g in got] == [int(cnn_k), int(vit_k)]
+    # section 4: the captioner
+    grid, cells, size = _stated(text, r"a (\d) x \1 grid of (\d+)-number feature vectors: each of the "
+                                      r"(\d+) cells")
+    assert _lines(runs, name, rf"feature grid {grid} x {grid} = {size} annotations of {cells}$")
+    assert f"{grid} x {grid} grid of CNN features" in row
+    (steps,) = _stated(row, r"trained for (\d+) steps")
+    assert _stated(text, r"We train the `quick` preset for (\d+) steps") == (steps,)
+    assert _lines(runs, name, rf"^{steps} steps in ")
+    exact, share = _stated(row, rf"\(exact match {NUMBER}%; {NUMBER} of a digit word's attention")
+    got_exact, got_share = _printed(runs, name, rf"^test: exact match {NUMBER}% .*attention on the named "
+                                                rf"digit's box {NUMBER}$")
+    _agrees(got_exact, exact, TRAINED_POINTS, "the captioner's exact match")
+    _agrees(got_share, share, allowance, "the captioner's attention share")
+    # the annotation's window: in the README row and in the text, as printed (no training in it)
+    window, cell = _stated(row, r"depends on an (\d+) x \1 window of pixels, not its (\d) x \2 cell")
+    assert _stated(text, r"A cell covers (\d) x \1 pixels of the 24 x 24 picture, but its annotation depends "
+                         r"on an (\d+) x \2 window") == (cell, window)
+    assert _lines(runs, name, rf"\({cell} x {cell}\); its annotation depends on a {window} x {window} window")
