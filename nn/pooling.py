@@ -11,20 +11,12 @@ import numpy as np
 
 from minigrad import Tensor
 
+from .conv import _tuple
 from .conv_kernels import AvgPool2d as _AvgPool2dKernel
 from .conv_kernels import MaxPool2d as _MaxPool2dKernel
 from .conv_kernels import max_pool2d_indices, max_pool2d_scan, pool_out_size
 from .functional import _need_tensor, _where
 from .module import Module
-
-
-def _tuple(fn: str, what: str, value: Any, n: int) -> tuple[int, ...]:
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return (int(value),) * n
-    if isinstance(value, (tuple, list)) and len(value) == n and all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
-        return tuple(int(v) for v in value)
-    raise ValueError(f"{fn}: {what} must be an int or a tuple of {n} ints, not {value!r}")
 
 
 def _pool_args(fn: str, x: Tensor, n: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
