@@ -164,7 +164,7 @@ def run_checks(task: str, source: str, checks: list[Check], path: str | None = N
 def grade(task_name: str, path: str | None = None, objects: dict[str, Any] | None = None,
           train: bool = False) -> Report:
     """Grade a student's file (`path`) or objects given directly (a notebook) for one task."""
-    from .catalogue import get_task
+    from .catalogue import TASKS, get_task
 
     task = get_task(task_name)
     source = path if objects is None else "objects given to check()"
@@ -203,6 +203,10 @@ def grade(task_name: str, path: str | None = None, objects: dict[str, Any] | Non
             report.checks.append(trained)
         else:
             report.extra = "--train: skipped until every check passes"
+    elif train:
+        with_training = ", ".join(t.name for t in TASKS.values() if t.train is not None)
+        report.extra = (f"--train: {task.name} has no training run (it is not a piece of the tiny GPT); "
+                        f"the tasks with one: {with_training}")
     return report
 
 
