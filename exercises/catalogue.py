@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from .grader import Check
 
@@ -15,6 +15,7 @@ ORDER = [
     "mul_broadcast", "matmul_backward", "reductions", "softmax_backward", "cross_entropy",
     "layer_norm_backward", "linear_layer", "attention_forward", "attention_backward", "multi_head",
     "positional_encoding", "additive_attention", "encoder_layer", "conv2d_backward",
+    "backprop_engine",
 ]
 
 
@@ -27,6 +28,8 @@ class Task:
         takes them.
     checks: submission -> the checks, in order (each a (name, function) pair; see grader).
     train: submission -> one check that trains the tiny GPT with the student's op (or None).
+    weights: check name -> points for the instructor's grade (`minigrad exercise grade`); a check
+        not named here is worth 1.
     """
 
     name: str
@@ -34,6 +37,7 @@ class Task:
     defines: tuple[str, ...]
     checks: Callable[[Any], list[Check]]
     train: Callable[[Any], Check] | None = None
+    weights: Mapping[str, float] = field(default_factory=dict, hash=False)
 
     @property
     def number(self) -> int:

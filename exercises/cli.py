@@ -4,6 +4,11 @@
     minigrad exercise start softmax_backward      # writes ./exercises/softmax_backward.py (a stub)
     minigrad exercise check softmax_backward      # grades it: exit 0 when every check passes
     minigrad exercise check attention_backward --train   # then trains the tiny GPT with it
+
+and for the instructor (exercises/instructor.py):
+
+    minigrad exercise grade SUBMISSIONS/          # table student x task with points, grades.csv
+    minigrad exercise autograder softmax_backward --out autograder.zip   # for Gradescope
 """
 
 from __future__ import annotations
@@ -97,7 +102,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         _refuse_the_package_folder(args.dir)
     path = args.file or _path(args, task.name)
     report = grade(task.name, path, train=args.train)
-    print(dumps(report) if args.json else report.text())
+    fmt = "json" if args.json else args.format
+    if fmt == "gradescope":
+        from .instructor import gradescope, score
+
+        print(json.dumps(gradescope([score(report)]), indent=2))
+    else:
+        print(dumps(report) if fmt == "json" else report.text())
     if args.file is None:  # remember the result for `list` (best effort: a read-only folder is fine)
         seen = _read_status(args.dir)
         seen[task.name] = {"sha1": _digest(path), "passed": report.passed,
@@ -108,6 +119,36 @@ def cmd_check(args: argparse.Namespace) -> int:
         except OSError:
             pass
     return 0 if report.passed else 1
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from . import instructor
+
+    grades = instructor.grade_folder(args.submissions, args.tasks)
+    if args.format == "json":
+        print(json.dumps(instructor.to_json(grades), indent=2))
+        return 0
+    print(instructor.table(grades))
+    if args.format == "gradescope":  # one results.json per student
+        for student, by_task in grades.items():
+            path = args.results if len(grades) == 1 and args.results else os.path.join(
+                args.submissions, *([student] if len(grades) > 1 else []), "results.json")
+            with open(path, "w") as f:
+                json.dump(instructor.gradescope(list(by_task.values())), f, indent=2)
+            print(f"wrote {path}")
+        return 0
+    path = args.csv or os.path.join(args.submissions, "grades.csv")
+    instructor.write_csv(grades, path)
+    print(f"\nwrote {path}")
+    return 0
+
+
+def cmd_autograder(args: argparse.Namespace) -> int:
+    from .instructor import autograder_zip
+
+    names = autograder_zip(args.tasks, args.out, wheel=not args.no_wheel)
+    print(f"wrote {args.out} ({', '.join(names)}): upload it as the assignment's autograder")
+    return 0
 
 
 def add_commands(subparsers: Any) -> None:
@@ -130,10 +171,26 @@ def add_commands(subparsers: Any) -> None:
     q.add_argument("task", help=f"one of: {names}")
     common(q)
     q.add_argument("--file", help="grade this file instead of DIR/TASK.py")
-    q.add_argument("--json", action="store_true", help="print the result as JSON")
+    q.add_argument("--json", action="store_true", help="print the result as JSON (= --format json)")
+    q.add_argument("--format", choices=["text", "json", "gradescope"], default="text",
+                   help="text (default), json, or gradescope (its results.json)")
     q.add_argument("--train", action="store_true",
                    help="then train the tiny GPT with your op and compare the loss curves")
     q.set_defaults(run=cmd_check)
+    q = tasks.add_parser("grade", help="instructors: grade a folder of submissions (table, CSV, points)")
+    q.add_argument("submissions", help="<task>.py files of one student, or one subfolder per student")
+    q.add_argument("--tasks", nargs="+", help="grade only these tasks (default: every task with a file)")
+    q.add_argument("--csv", help="where the CSV goes (default SUBMISSIONS/grades.csv)")
+    q.add_argument("--format", choices=["table", "json", "gradescope"], default="table",
+                   help="table and CSV (default), json, or gradescope (results.json per student)")
+    q.add_argument("--results", help="--format gradescope, one student: results.json's path")
+    q.set_defaults(run=cmd_grade)
+    q = tasks.add_parser("autograder", help="instructors: build Gradescope's autograder zip for tasks")
+    q.add_argument("tasks", nargs="+", help=f"of: {names}")
+    q.add_argument("--out", default="autograder.zip", help="the zip (default autograder.zip)")
+    q.add_argument("--no-wheel", action="store_true",
+                   help="do not bundle minigrad's wheel: setup.sh then installs it from PyPI")
+    q.set_defaults(run=cmd_autograder)
 
 
 def main(argv: list[str] | None = None) -> int:

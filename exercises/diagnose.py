@@ -152,6 +152,39 @@ HINTS: dict[str, str] = {
         "add (+=), or a fancy-indexed += with repeated indices, which numpy does not accumulate "
         "(np.add.at does)."
     ),
+    "modifies_input_in_place": (
+        "Your code writes into an array it was given (x -= x.max(...) in a forward, g *= a in a "
+        "backward). That is right when the array is yours alone and wrong when it is shared: the "
+        "same upstream gradient goes to every op that used a tensor (softmax(x1) + softmax(x2)), "
+        "and the gradient check perturbs the inputs it hands you. Make a new array instead: "
+        "x = x - x.max(...), g = g * a."
+    ),
+    "fanout_overwritten": (
+        "A node used several times gets the gradient of only some of its uses (the last one "
+        "written): its gradient is assigned where it must be added to. The chain rule through a "
+        "fan-out is a sum: x in x * x + x has dL/dx = 2x + 1, one term per use. Look at the line "
+        "that stores a parent's gradient (= where += belongs), and at a local backward whose two "
+        "parents are the same node."
+    ),
+    "visited_before_consumers": (
+        "A node's backward runs before every node that uses it has passed it its gradient, so it "
+        "passes on an incomplete sum (a depth-first pre-order, or a breadth-first queue, can do "
+        "this on a graph where one path to a node is longer than another). A node may run only "
+        "after all of its consumers: a reversed depth-first post-order, or Kahn's algorithm "
+        "(count each node's consumers, run it when the count reaches zero), gives that order."
+    ),
+    "leaf_grads_not_accumulated": (
+        "After two calls of backward a leaf holds the gradient of one call: your backward resets "
+        "the leaves' .grad. As in PyTorch, a leaf's gradient accumulates over calls (training "
+        "loops call zero_grad for that reason); only the intermediates start from zero each call. "
+        "Look at where your backward sets .grad to zeros, and which nodes it does that for."
+    ),
+    "recursion_too_deep": (
+        "A chain of 10,000 nodes raised RecursionError: your topological order (or backward) "
+        "calls itself once per node, and Python stops at about 1,000 nested calls. Raising the "
+        "limit only moves the wall; write the walk with a loop and an explicit stack of the nodes "
+        "still to visit (a flag per entry says whether its parents are done)."
+    ),
 }
 
 

@@ -49,14 +49,31 @@ def upstream(shape: tuple[int, ...], seed: int = 7) -> np.ndarray:
     return np.random.default_rng(seed).uniform(-2.0, 2.0, shape)
 
 
+def _read_only(x: np.ndarray) -> np.ndarray:
+    x.flags.writeable = False
+    return x
+
+
+def _in_place(e: Exception, where: str) -> Fail | None:
+    """A Fail naming the in-place change of an input array, when that is what `e` is."""
+    if isinstance(e, ValueError) and "read-only" in str(e):
+        return Fail(f"your {where} changes an array it was given, in place ({e})",
+                    diagnosis=["modifies_input_in_place"])
+    return None
+
+
 def backward_of(fn: Fn, case: Case, g: np.ndarray | None, op: type | None = None) -> Run:
     """Run fn forward and backward with upstream gradient g (None: only forward).
 
     With `op` (a Function class), the gradients are the raw arrays op.backward returned for
     our inputs, before the engine sums broadcast axes away; otherwise the leaves' .grad.
+    The inputs and g are handed over read-only: code that changes them in place (x -= m in a
+    forward, g *= a in a backward) is named for it, since it is right alone and wrong wherever
+    the array is shared (an upstream gradient fanned out to two ops, the finite differences).
     """
     names = list(case.inputs)
-    leaves = [Tensor(np.array(x, dtype=np.float64), requires_grad=True) for x in case.inputs.values()]
+    leaves = [Tensor(_read_only(np.array(x, dtype=np.float64)), requires_grad=True)
+              for x in case.inputs.values()]
     raw: dict[str, Any] = {}
 
     def observe(node: Any, _g: np.ndarray, grads: tuple) -> None:
@@ -66,7 +83,13 @@ def backward_of(fn: Fn, case: Case, g: np.ndarray | None, op: type | None = None
                     if t is leaf:
                         raw[n] = None if gi is None else np.array(gi, dtype=np.float64)
 
-    out = fn(*leaves, **case.options)
+    try:
+        out = fn(*leaves, **case.options)
+    except ValueError as e:
+        named = _in_place(e, "forward")
+        if named is None:
+            raise
+        raise named from None
     if not isinstance(out, Tensor):
         raise Fail(f"returned a {type(out).__name__}, not a Tensor")
     if g is None:
@@ -77,8 +100,10 @@ def backward_of(fn: Fn, case: Case, g: np.ndarray | None, op: type | None = None
     error = None
     try:
         with observe_backward(observe):
-            out.backward(g.astype(out.data.dtype))
+            out.backward(_read_only(g.astype(out.data.dtype)))
     except Exception as e:
+        if _in_place(e, "backward") is not None:
+            raise _in_place(e, "backward") from None
         if op is None or not raw or isinstance(e, NotImplementedError):
             raise  # the student's code raised
         error = e  # the engine, after the op's backward returned (e.g. a gradient's shape)

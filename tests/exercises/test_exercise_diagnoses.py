@@ -213,6 +213,50 @@ WRONG += [
 ]
 
 
+WRONG += [  # right alone, wrong where the upstream gradient is shared: g is handed over read-only
+    ("softmax_backward", "modifies_input_in_place",
+     "g *= a\nreturn g - a * g.sum(axis=-1, keepdims=True)"),
+]
+
+ENGINE_ORDER = """order, seen, stack = [], set(), [(root, False)]
+while stack:
+    node, done = stack.pop()
+    if done:
+        order.append(node)
+    elif id(node) not in seen:
+        seen.add(id(node))
+        stack.append((node, True))
+        stack += [(p, False) for p in node.parents]
+return order[::-1]"""
+ENGINE_BACKWARD = """order = topological_order(root)
+for node in order:
+    if node.parents or node.grad is None:
+        node.grad = np.zeros_like(node.data)
+root.grad = np.ones_like(root.data)
+for node in order:
+    if node.parents:
+        for p, gp in zip(node.parents, node.local_backward(node.grad)):
+            p.grad = p.grad + gp"""
+WRONG += [
+    ("backprop_engine", "fanout_overwritten",
+     [ENGINE_ORDER, ENGINE_BACKWARD.replace("p.grad = p.grad + gp", "p.grad = gp")]),
+    ("backprop_engine", "visited_before_consumers",  # breadth first, no count of the consumers
+     ["order, seen, queue = [], {id(root)}, [root]\nwhile queue:\n    node = queue.pop(0)\n"
+      "    order.append(node)\n    for p in node.parents:\n        if id(p) not in seen:\n"
+      "            seen.add(id(p))\n            queue.append(p)\nreturn order", ENGINE_BACKWARD]),
+    ("backprop_engine", "visited_before_consumers",  # depth-first pre-order
+     ["order, seen, stack = [], set(), [root]\nwhile stack:\n    node = stack.pop()\n"
+      "    if id(node) in seen:\n        continue\n    seen.add(id(node))\n    order.append(node)\n"
+      "    stack += node.parents\nreturn order", ENGINE_BACKWARD]),
+    ("backprop_engine", "leaf_grads_not_accumulated",
+     [ENGINE_ORDER, ENGINE_BACKWARD.replace("if node.parents or node.grad is None:", "if True:")]),
+    ("backprop_engine", "recursion_too_deep",  # micrograd's recursive walk
+     ["order, seen = [], set()\n\ndef visit(node):\n    if id(node) not in seen:\n"
+      "        seen.add(id(node))\n        for p in node.parents:\n            visit(p)\n"
+      "        order.append(node)\n\nvisit(root)\nreturn order[::-1]", ENGINE_BACKWARD]),
+]
+
+
 def student_file(tmp_path: Path, task: str, body: str | list[str]) -> str:
     """The task's stub with its i-th `raise NotImplementedError` replaced by body[i] (a single
     string fills the last one: the stubs of one function keep the forward given)."""

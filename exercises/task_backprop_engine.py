@@ -1,0 +1,393 @@
+"""Exercise 15 · backprop_engine: topological order and backward over a graph of given nodes.
+
+The grader builds its graphs from the student's `Node` class with its own ops, whose local
+backwards it watches: which node ran when, the gradient each received and what each sent to
+its parents. The mistakes are named from that record and the reference engine's numbers:
+a fan-out gradient equal to part of what its consumers sent (`fanout_overwritten`), a local
+backward run before all of its consumers had run (`visited_before_consumers`), leaves not
+summed over two calls (`leaf_grads_not_accumulated`), a RecursionError (`recursion_too_deep`).
+"""
+
+from __future__ import annotations
+
+import time
+from itertools import combinations
+from typing import Any, Callable
+
+import numpy as np
+
+from .catalogue import Task
+from .diagnose import close
+from .grader import Check, Fail
+
+CHAIN = 10_000
+
+
+# ----------------------------------------------------------------------------- the reference
+
+
+def reference_order(root: Any) -> list:
+    """Iterative depth-first post-order, reversed (as minigrad's own `_toposort`): root first."""
+    order, seen, stack = [], set(), [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+        elif id(node) not in seen:
+            seen.add(id(node))
+            stack.append((node, True))
+            stack += [(p, False) for p in node.parents if id(p) not in seen]
+    return order[::-1]
+
+
+def reference_backward(root: Any) -> dict[int, np.ndarray]:
+    """id(node) -> d root / d node for every node reachable from root (one call, no state)."""
+    grads = {id(root): np.ones_like(root.data)}
+    for node in reference_order(root):
+        if node.parents:
+            for parent, gp in zip(node.parents, node.local_backward(grads[id(node)])):
+                grads[id(parent)] = grads.get(id(parent), 0) + gp
+    return grads
+
+
+# ----------------------------------------------------------------------------- the graphs
+
+
+class Ops:
+    """The stub's ops (and a constant scale) on the student's Node class, each node named."""
+
+    def __init__(self, node_class: type):
+        self.Node, self.names = node_class, {}
+
+    def _new(self, name, data, parents=(), local_backward=None, op=""):
+        node = self.Node(data, parents, local_backward, op)
+        self.names[name] = node
+        return node
+
+    def leaf(self, name, data):
+        return self._new(name, np.asarray(data, dtype=np.float64))
+
+    def add(self, name, a, b):
+        return self._new(name, a.data + b.data, (a, b), lambda g: (g, g), "add")
+
+    def mul(self, name, a, b):
+        return self._new(name, a.data * b.data, (a, b), lambda g: (g * b.data, g * a.data), "mul")
+
+    def tanh(self, name, a):
+        z = np.tanh(a.data)
+        return self._new(name, z, (a,), lambda g: (g * (1 - z**2),), "tanh")
+
+    def scale(self, name, a, k):
+        return self._new(name, a.data * k, (a,), lambda g: (g * k,), "scale")
+
+    def total(self, name, a):
+        return self._new(name, a.data.sum(), (a,),
+                         lambda g: (np.broadcast_to(g, a.data.shape).copy(),), "sum")
+
+
+def _values(seed: int, *shapes):
+    rng = np.random.default_rng(seed)
+    return [rng.normal(0, 1, s) for s in shapes]
+
+
+def chain(o: Ops):
+    """L = sum(tanh(tanh(x * w) + b) * v): one path, four leaves."""
+    x, w, b, v = (o.leaf(n, d) for n, d in zip("xwbv", _values(1, (3,), (3,), (3,), (3,))))
+    h = o.tanh("h2", o.add("s", o.tanh("h1", o.mul("xw", x, w)), b))
+    return o.total("L", o.mul("hv", h, v))
+
+
+def leaf_twice(o: Ops):
+    """L = sum(x * x + x * w): x used three times (twice by one node)."""
+    x, w = o.leaf("x", _values(2, (4,))[0]), o.leaf("w", _values(3, (4,))[0])
+    return o.total("L", o.add("s", o.mul("xx", x, x), o.mul("xw", x, w)))
+
+
+def shared_node(o: Ops):
+    """h = tanh(x), used by three nodes: L = sum(h * w + tanh(h) + h)."""
+    x, w = (o.leaf(n, d) for n, d in zip("xw", _values(4, (2, 3), (2, 3))))
+    h = o.tanh("h", x)
+    return o.total("L", o.add("s2", o.add("s1", o.mul("hw", h, w), o.tanh("t", h)), h))
+
+
+def unused_branch(o: Ops):
+    """L = sum(tanh(x) * w); d = x * c is built from x too, but L does not depend on it."""
+    x, w, c = (o.leaf(n, d) for n, d in zip("xwc", _values(5, (3,), (3,), (3,))))
+    o.tanh("d2", o.mul("d", x, c))
+    return o.total("L", o.mul("hw", o.tanh("h", x), w))
+
+
+def depth_trap(first_short: bool):
+    """L = sum(h + tanh(h)), h = x * w: a depth-first pre-order reaches h before tanh(h)."""
+    def build(o: Ops):
+        x, w = (o.leaf(n, d) for n, d in zip("xw", _values(6, (3,), (3,))))
+        h = o.mul("h", x, w)
+        t = o.tanh("t", h)
+        return o.total("L", o.add("s", h, t) if first_short else o.add("s", t, h))
+    return build
+
+
+def long_chain(o: Ops):
+    """10,000 scale nodes in a row (by 2 and by 1/2 in turn: dL/dx is exactly ones)."""
+    y = o.leaf("x", np.arange(3.0))
+    for i in range(CHAIN):
+        y = o.scale(f"k{i}", y, 2.0 if i % 2 == 0 else 0.5)
+    return o.total("L", y)
+
+
+GRAPHS: dict[str, Callable] = {"a chain of four leaves": chain, "a leaf used three times": leaf_twice,
+                               "a node used by three nodes": shared_node}
+
+
+# ----------------------------------------------------------------------------- the record
+
+
+class Record:
+    """Wraps each non-leaf's local backward: the order they ran, what each received and sent."""
+
+    def __init__(self, root: Any, names: dict[str, Any]):
+        self.root, self.names = root, {id(n): k for k, n in names.items()}
+        self.reachable = reference_order(root)
+        self.consumers: dict[int, list] = {id(n): [] for n in self.reachable}
+        for node in self.reachable:
+            for p in node.parents:
+                self.consumers[id(p)].append(node)
+        self.ran: list = []
+        self.early: tuple | None = None  # (node, the consumer that had not run yet)
+        self.sent: dict[int, list[np.ndarray]] = {}
+        for node in names.values():
+            if node.parents:
+                node.local_backward = self._watch(node, node.local_backward)
+
+    def _watch(self, node, inner):
+        def local_backward(g):
+            done = {id(n) for n in self.ran}
+            waiting = [c for c in self.consumers.get(id(node), []) if id(c) not in done]
+            if waiting and self.early is None:
+                self.early = (node, waiting[0])
+            self.ran.append(node)
+            grads = inner(g)
+            for p, gp in zip(node.parents, grads):
+                self.sent.setdefault(id(p), []).append(np.asarray(gp))
+            return grads
+        return local_backward
+
+    def name(self, node) -> str:
+        return self.names.get(id(node), repr(node))
+
+
+def _partial_sum(got, sent: list[np.ndarray]) -> bool:
+    """got equals the sum of some, but not all, of the gradients sent to the node."""
+    return any(close(got, sum(part)) for r in range(1, len(sent))
+               for part in combinations(sent, r)) if got is not None else False
+
+
+def _fmt(a) -> str:
+    return np.array2string(np.asarray(a), precision=4, suppress_small=True, max_line_width=90)
+
+
+# ----------------------------------------------------------------------------- --train
+
+
+def engine_from(sub: Any) -> Callable:
+    """A replacement for minigrad's `run_backward`: the graph behind the loss, rebuilt as the
+    student's Nodes (one per Function, whose local backward is the op's own, gradients summed
+    back to each input's shape), handed to the student's `backward`; the leaf tensors' .grad
+    then accumulate what their Nodes received."""
+    from minigrad import autograd
+
+    def node(data, parents=(), local_backward=None, op=""):
+        n = sub.Node(np.zeros(()), parents, local_backward, op)
+        n.data = data  # the op's own array (float32 in the GPT), not a float64 copy
+        return n
+
+    def run_backward(root: Any, grad: np.ndarray, retain_graph: bool = False) -> None:
+        if root._node is None:
+            raise Fail("--train: backward on a leaf")
+        nodes: dict[int, Any] = {}
+        leaves: dict[int, tuple] = {}
+        for f in reversed(autograd._toposort(root._node)):  # inputs first: parents exist
+            picks = [i for i, need in enumerate(f.needs_input_grad) if need]
+            parents = []
+            for i in picks:
+                t, made_by = f.inputs[i], f.parents[i]
+                if made_by is None:
+                    leaves.setdefault(id(t), (t, node(t.data)))
+                    parents.append(leaves[id(t)][1])
+                else:
+                    nodes[id(made_by)].data = t.data
+                    parents.append(nodes[id(made_by)])
+
+            def local_backward(g, f=f, picks=picks):
+                grads = autograd._one_per_input(f, type(f).backward(f, g))
+                return tuple(np.zeros_like(f.inputs[i].data) if grads[i] is None
+                             else autograd._fit(grads[i], f.inputs[i].data.shape, f) for i in picks)
+
+            nodes[id(f)] = node(None, parents, local_backward, f.name)
+        top = nodes[id(root._node)]
+        top.data = root.data
+        sub.backward(top)
+        for t, n in leaves.values():
+            if n.grad is not None:
+                t.grad = n.grad if t.grad is None else t.grad + n.grad
+
+    return run_backward
+
+
+def train(sub: Any) -> Check:
+    """The tiny GPT trained with the student's engine in place of minigrad's; the loss curves
+    must agree with minigrad's own run (same seed, same batches)."""
+    from minigrad import autograd
+
+    from . import training
+
+    def run() -> str:
+        t0 = time.perf_counter()
+        ref = training.losses({})
+        original = autograd.run_backward
+        autograd.run_backward = engine_from(sub)
+        try:
+            mine = training.losses({})
+        finally:
+            autograd.run_backward = original
+        worst = float(np.nan_to_num(np.abs(np.array(ref) - np.array(mine)), nan=np.inf).max())
+        rows = [f"  step   reference   yours     (tiny GPT, {training.STEPS} steps, "
+                f"{time.perf_counter() - t0:.0f} s)"]
+        rows += [f"  {i:4d}   {ref[i]:.5f}     {mine[i]:.5f}" for i in range(0, len(ref), training.EVERY)]
+        curves = "\n".join(rows)
+        if not worst <= training.TOLERANCE:
+            raise Fail(f"the loss curves part (largest difference {worst:.3g})", detail=curves)
+        return f"the loss curves agree (largest difference {worst:.2g})\n{curves}"
+
+    return (f"--train: the tiny GPT trains with your engine as with minigrad's ({training.STEPS} steps)", run)
+
+
+# ----------------------------------------------------------------------------- the checks
+
+
+def checks(sub: Any) -> list[Check]:
+    def build(graph):
+        o = Ops(sub.Node)
+        root = graph(o)
+        return root, o.names
+
+    def run(graph, calls=1):
+        """The student's graph after `calls` backwards, its record, and the reference gradients
+        (from an identical graph) keyed by the student's nodes."""
+        root, names = build(graph)
+        ref_root, ref_names = build(graph)
+        ref = reference_backward(ref_root)
+        want = {id(names[k]): ref[id(n)] for k, n in ref_names.items() if id(n) in ref}
+        record = Record(root, names)
+        for _ in range(calls):
+            sub.backward(root)
+        return root, names, record, want
+
+    def compare(label, record, want, times=None) -> None:
+        if record.early is not None:
+            node, consumer = record.early
+            raise Fail(f"on {label}: {record.name(node)}'s backward ran before {record.name(consumer)}'s, "
+                       f"which uses {record.name(node)}", diagnosis=["visited_before_consumers"])
+        seen = set()
+        for node in record.ran:
+            if id(node) in seen:
+                raise Fail(f"on {label}: {record.name(node)}'s local backward ran twice in one call")
+            seen.add(id(node))
+        for node in record.reachable:
+            expected = want[id(node)] * (1 if times is None or node.parents else times)
+            got = node.grad
+            if got is not None and close(got, expected):
+                continue
+            detail = (f"{record.name(node)}.grad, yours:\n{_fmt(got)}\nthe reference:\n{_fmt(expected)}")
+            if got is not None and _partial_sum(got, record.sent.get(id(node), [])):
+                raise Fail(f"on {label}: {record.name(node)} is used {len(record.consumers[id(node)])} "
+                           f"times, and its gradient is only part of what they sent", detail,
+                           ["fanout_overwritten"])
+            raise Fail(f"on {label}: {record.name(node)}.grad differs from the reference", detail)
+
+    def order() -> str:
+        graphs = {"a chain": chain, "a node used by three nodes": shared_node,
+                  "a graph with an unused branch": unused_branch,
+                  "L = sum(h + tanh(h))": depth_trap(True), "L = sum(tanh(h) + h)": depth_trap(False)}
+        for label, graph in graphs.items():
+            root, names = build(graph)
+            record = Record(root, names)
+            got = list(sub.topological_order(root))
+            ids = [id(n) for n in got]
+            if len(set(ids)) != len(ids):
+                twice = next(n for n in got if ids.count(id(n)) > 1)
+                raise Fail(f"on {label}: {record.name(twice)} appears {ids.count(id(twice))} times; "
+                           "each node must appear once (keep a set of the nodes already visited)")
+            if set(ids) != {id(n) for n in record.reachable}:
+                extra = [record.name(n) for n in got if id(n) not in record.consumers]
+                unreachable = f" (not reachable: {', '.join(extra)})" if extra else ""
+                raise Fail(f"on {label}: the order has {len(got)} nodes, the graph reachable from root "
+                           f"{len(record.reachable)}{unreachable}")
+            where = {i: k for k, i in enumerate(ids)}
+            if got[-1] is root and got[0] is not root:
+                raise Fail(f"on {label}: root comes last; this order is root first "
+                           "(each node before its parents): reverse your list")
+            for node in got:
+                for p in node.parents:
+                    if where[id(p)] < where[id(node)]:
+                        raise Fail(f"on {label}: {record.name(p)} comes before {record.name(node)}, "
+                                   f"which uses it", diagnosis=["visited_before_consumers"])
+        return f"{len(graphs)} graphs"
+
+    def gradients(label, graph) -> Callable[[], None]:
+        def check() -> None:
+            _, _, record, want = run(graph)
+            compare(label, record, want)
+        return check
+
+    def unused() -> None:
+        root, names, record, want = run(unused_branch)
+        compare("a graph with an unused branch", record, want)
+        ran = [record.name(n) for n in record.ran if n not in record.reachable]
+        if ran:
+            raise Fail(f"the backward of {', '.join(ran)} ran, but L does not depend on it")
+        c = names["c"].grad
+        if c is not None and not np.allclose(c, 0):
+            raise Fail("c only feeds a node L does not use, yet c.grad is not zero", f"c.grad:\n{_fmt(c)}")
+
+    def twice() -> None:
+        root, names, record, want = run(shared_node, calls=2)
+        x = names["x"]
+        if x.grad is not None and close(x.grad, want[id(x)]):
+            raise Fail("after two calls of backward, x.grad is the gradient of one call",
+                       f"x.grad:\n{_fmt(x.grad)}", ["leaf_grads_not_accumulated"])
+        inner = [n for n in record.reachable if n.parents and n is not root]
+        wrong = next((n for n in inner if n.grad is None or not close(n.grad, want[id(n)])), None)
+        if wrong is not None and wrong.grad is not None and close(wrong.grad, 2 * want[id(wrong)]):
+            raise Fail(f"after two calls, the intermediate {record.name(wrong)}'s .grad holds the sum of "
+                       "both calls; an intermediate's .grad is the gradient of the last call only")
+        record.ran = record.ran[: len(record.ran) // 2]  # the order of the first call
+        compare("two calls of backward", record, want, times=2)
+
+    def deep() -> str:
+        root, names = build(long_chain)
+        t0 = time.perf_counter()
+        try:
+            got = list(sub.topological_order(root))
+            sub.backward(root)
+        except RecursionError as e:
+            raise Fail(f"a chain of {CHAIN} nodes raised RecursionError ({e})",
+                       diagnosis=["recursion_too_deep"]) from None
+        seconds = time.perf_counter() - t0
+        if len(got) != CHAIN + 2:
+            raise Fail(f"the order of a chain of {CHAIN + 2} nodes has {len(got)}")
+        if names["x"].grad is None or not np.allclose(names["x"].grad, 1):
+            raise Fail(f"on a chain of {CHAIN} nodes, x.grad is {names['x'].grad} (the reference: ones)")
+        if seconds > 10:
+            raise Fail(f"a chain of {CHAIN} nodes took {seconds:.1f} s: look for a list searched per node")
+        return f"{CHAIN + 2} nodes in {seconds:.2f} s"
+
+    return [("topological_order: each node once, root first, before its parents", order),
+            *[(f"backward: {label}", gradients(label, g)) for label, g in GRAPHS.items()],
+            ("backward: an unused branch gets no gradient", unused),
+            ("backward twice: leaves accumulate, intermediates do not", twice),
+            (f"a chain of {CHAIN} nodes (no recursion limit)", deep)]
+
+
+TASK = Task("backprop_engine", "the engine: topological order and backward, fan-outs summed",
+            ("Node", "topological_order", "backward"), checks, train)
