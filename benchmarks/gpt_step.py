@@ -51,10 +51,10 @@ def minigrad_model():
 
 def saved_bytes(loss) -> int:
     """Bytes of the arrays the graph of `loss` keeps for backward (each array once)."""
-    from minigrad.autograd import _toposort
+    from minigrad.autograd import toposort
 
     seen, total = set(), 0
-    for node in _toposort(loss.grad_fn):
+    for node in toposort(loss.grad_fn):
         for a in node.saved or ():
             if isinstance(a, np.ndarray) and id(a) not in seen:
                 seen.add(id(a))

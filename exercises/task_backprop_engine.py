@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from minigrad import unbroadcast
+
 from .catalogue import Task
 from .diagnose import close
 from .grader import Check, Fail
@@ -27,7 +29,7 @@ CHAIN = 10_000
 
 
 def reference_order(root: Any) -> list:
-    """Iterative depth-first post-order, reversed (as minigrad's own `_toposort`): root first."""
+    """Iterative depth-first post-order, reversed (as minigrad's own `toposort`): root first."""
     order, seen, stack = [], set(), [(root, False)]
     while stack:
         node, expanded = stack.pop()
@@ -206,7 +208,7 @@ def engine_from(sub: Any) -> Callable:
             raise Fail("--train: backward on a leaf")
         nodes: dict[int, Any] = {}
         leaves: dict[int, tuple] = {}
-        for f in reversed(autograd._toposort(root._node)):  # inputs first: parents exist
+        for f in reversed(autograd.toposort(root._node)):  # inputs first: parents exist
             picks = [i for i, need in enumerate(f.needs_input_grad) if need]
             parents = []
             for i in picks:
@@ -219,9 +221,11 @@ def engine_from(sub: Any) -> Callable:
                     parents.append(nodes[id(made_by)])
 
             def local_backward(g, f=f, picks=picks):
-                grads = autograd._one_per_input(f, type(f).backward(f, g))
+                grads = type(f).backward(f, g)
+                grads = grads if type(grads) is tuple else (grads,)
                 return tuple(np.zeros_like(f.inputs[i].data) if grads[i] is None
-                             else autograd._fit(grads[i], f.inputs[i].data.shape, f) for i in picks)
+                             else unbroadcast(np.asarray(grads[i]), f.inputs[i].data.shape)
+                             for i in picks)
 
             nodes[id(f)] = node(None, parents, local_backward, f.name)
         top = nodes[id(root._node)]
@@ -300,9 +304,9 @@ def checks(sub: Any) -> list[Check]:
                 continue
             detail = (f"{record.name(node)}.grad, yours:\n{_fmt(got)}\nthe reference:\n{_fmt(expected)}")
             if got is not None and _partial_sum(got, record.sent.get(id(node), [])):
-                raise Fail(f"on {label}: {record.name(node)} is used {len(record.consumers[id(node)])} "
-                           f"times, and its gradient is only part of what they sent", detail,
-                           ["fanout_overwritten"])
+                sent = len(record.sent.get(id(node), []))
+                raise Fail(f"on {label}: {record.name(node)} was sent {sent} gradients, and its .grad "
+                           "holds only part of their sum", detail, ["fanout_overwritten"])
             raise Fail(f"on {label}: {record.name(node)}.grad differs from the reference", detail)
 
     def order() -> str:

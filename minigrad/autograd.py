@@ -122,7 +122,7 @@ def broadcast_axes(big: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, .
     return tuple(range(lead)) + tuple(stretched)
 
 
-def _toposort(root: Function) -> list[Function]:
+def toposort(root: Function) -> list[Function]:
     """Nodes reachable from `root`, root first, each before the nodes that made its inputs.
 
     Iterative depth-first post-order (no recursion limit on long chains), reversed.
@@ -154,7 +154,7 @@ KEEP_VALUES = 64
 def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None:
     """Propagate `grad` (d loss / d root) to every leaf that requires grad: the chain rule.
 
-    The nodes are visited root first, each before the nodes that made its inputs (`_toposort`),
+    The nodes are visited root first, each before the nodes that made its inputs (`toposort`),
     so when a node is reached its pending gradient g (d loss / d its output) is complete. Its
     backward turns g into one gradient per input, each added to that input's pending gradient,
     or to the leaf's sum. A pending gradient is popped once consumed, so an intermediate
@@ -171,7 +171,7 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
     if root._node is None:
         _add_leaf(leaves, root, grad)
     else:
-        order = _toposort(root._node)
+        order = toposort(root._node)
         observers = _hooks.observers_for(len(order))
         pending: dict[int, np.ndarray] = {id(root._node): grad}
         released: dict[int, Released] = {}

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from ..autograd import Function, _toposort
+from ..autograd import Function, toposort
 from ..tensor import Tensor
 from ._names import Names, dims, norm, shape_text, values_grid
 from .dot import CLUSTER, STYLE, common_prefix, escape, expanded_kernel, prefixed, steps_text
@@ -143,7 +143,7 @@ class _Builder:
         seen: set[int] = set()
         for out in outputs:
             if out._node is not None and id(out._node) not in seen:
-                fresh = [n for n in _toposort(out._node) if id(n) not in seen]
+                fresh = [n for n in toposort(out._node) if id(n) not in seen]
                 seen.update(id(n) for n in fresh)
                 order.extend(reversed(fresh))
         # A node does not hold its output; the tensor is found among the inputs of its users.
