@@ -103,7 +103,8 @@ def plot_model_attention(recipe: Recipe, out: str, text: str | None = None,
         return recipe.plot_attention(out, index)
     look = _LOOKS.get(recipe.name)
     if look is None:
-        raise ValueError(f"minigrad attention does not know how to feed a {recipe.name} model")
+        raise ValueError(f"a {recipe.name} model has no attention to draw (minigrad attention draws "
+                         f"the attention models: {', '.join(sorted([*_LOOKS, 'caption']))})")
     if recipe.name == "vit":
         if text is not None:
             raise ValueError("vit looks at an image, not at text: choose a test image with --index")

@@ -328,5 +328,5 @@ def test_cli_attention_says_the_cnn_has_none(tmp_path, capsys):
     train(rec, cfg, str(tmp_path), progress=False, log=lambda s: None)
     code = cli.main(["attention", str(tmp_path / "checkpoint.npz"), "--out", str(tmp_path / "a.png")])
     err = capsys.readouterr().err
-    assert code == 2 and "does not know how to feed a cnn model" in err and err.count("\n") == 1
+    assert code == 2 and "a cnn model has no attention to draw" in err and err.count("\n") == 1
     assert not (tmp_path / "a.png").exists()
