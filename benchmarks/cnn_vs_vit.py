@@ -21,7 +21,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -30,6 +29,9 @@ from pathlib import Path
 import minigrad as mg
 from minigrad.models.recipes import recipe_class
 from minigrad.models.train import train
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quality import machine  # noqa: E402  (the machine line, as the quality table's)
 
 MODELS = ("cnn", "vit")
 NAMES = {"cnn": "CNN", "vit": "ViT"}
@@ -52,19 +54,6 @@ def run(model: str, train_size: int, steps: int, seed: int | None = None) -> dic
             "val_loss": float(metrics["val_loss"]), "parameters": recipe.model.num_parameters(),
             "steps": cfg.steps, "batch_size": cfg.batch_size, "seconds": round(time.perf_counter() - t0, 1),
             "load": load}
-
-
-def machine() -> str:
-    """The CPU and its core count."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores"
 
 
 def table(rows: list[dict], sizes: list[int]) -> str:
