@@ -51,9 +51,11 @@ def test_function_form_matches_torch(name, args, kwargs, n, ints, data):
     for m, t in zip(got, want):
         assert str(t.dtype) == f"torch.{m.dtype}", name
         np.testing.assert_allclose(m.data, t.detach().numpy(), rtol=1e-12, atol=1e-12)
-    if grads:
-        sum(o.sum() for o in got).backward()
-        sum(o.sum() for o in want).backward()
+    if grads:  # a random weight per output element, so a wrong place cannot hide in a sum
+        rng = np.random.default_rng(0)
+        weights = [rng.standard_normal(o.shape) for o in got]
+        sum((o * w).sum() for o, w in zip(got, weights)).backward()
+        sum((o * torch.from_numpy(w)).sum() for o, w in zip(want, weights)).backward()
         for m, t in zip(mins, tins):
             np.testing.assert_allclose(m.grad, t.grad.numpy(), rtol=1e-10, atol=1e-12)
 
