@@ -1,5 +1,5 @@
 """Hypothesis strategies for testing ops: shapes, broadcastable shapes, arrays, tensors, the
-`dim` argument of reductions, and attention cases (q, k, v and a mask).
+`dim` argument of reductions, attention cases (q, k, v and a mask) and 2-d pooling cases.
 
 The test suite uses these, and students can too:
 
@@ -151,3 +151,19 @@ def attention_grads(fn: Callable[..., Tensor], q: np.ndarray, k: np.ndarray, v: 
     out.backward(g)
     grads = [t.grad for t in ts] + ([m.grad] if m is not None and m.requires_grad else [])
     return out.data, grads
+
+
+@st.composite
+def pool_cases(draw: Any, dilate: bool = True, max_kernel: int = 3, max_stride: int = 3,
+               max_dilation: int = 2, max_extra: int = 3, max_batch: int = 2) -> tuple:
+    """(x shape, kernel, stride, padding, dilation, ceil_mode) of a valid 2-d pool: padding at
+    most half the kernel (PyTorch's limit), each spatial side at least the dilated kernel minus
+    the padding, plus up to `max_extra`; batch and channels up to `max_batch`."""
+    kernel = tuple(draw(st.integers(1, max_kernel)) for _ in range(2))
+    stride = tuple(draw(st.integers(1, max_stride)) for _ in range(2))
+    dilation = tuple(draw(st.integers(1, max_dilation)) if dilate else 1 for _ in range(2))
+    padding = tuple(draw(st.integers(0, k // 2)) for k in kernel)
+    spatial = tuple(max(1, d * (k - 1) + 1 - 2 * p) + draw(st.integers(0, max_extra))
+                    for k, d, p in zip(kernel, dilation, padding))
+    shape = (draw(st.integers(1, max_batch)), draw(st.integers(1, max_batch))) + spatial
+    return shape, kernel, stride, padding, dilation, draw(st.booleans())

@@ -16,6 +16,7 @@ from hypothesis import strategies as st  # noqa: E402
 import minigrad as mg  # noqa: E402
 import minigrad.nn as nn  # noqa: E402
 import minigrad.nn.functional as F  # noqa: E402
+from minigrad import testing  # noqa: E402
 
 
 @st.composite
@@ -80,16 +81,9 @@ def test_conv1d_matches_torch(case, seed):
     assert_pairs(both(lambda *a: F.conv1d(*a, **kw), lambda *a: TF.conv1d(*a, **kw), arrays, seed), 1e-10)
 
 
-@st.composite
-def pool_cases(draw, dilate=True):
-    kernel = tuple(draw(st.integers(1, 4)) for _ in range(2))
-    stride = tuple(draw(st.integers(1, 4)) for _ in range(2))
-    dilation = tuple(draw(st.integers(1, 3)) if dilate else 1 for _ in range(2))
-    padding = tuple(draw(st.integers(0, k // 2)) for k in kernel)
-    spatial = tuple(max(1, d * (k - 1) + 1 - 2 * p) + draw(st.integers(0, 6))
-                    for k, d, p in zip(kernel, dilation, padding))
-    shape = (draw(st.integers(1, 3)), draw(st.integers(1, 3))) + spatial
-    return shape, kernel, stride, padding, dilation, draw(st.booleans())
+def pool_cases(dilate=True):
+    """Larger pools than the gradcheck's: kernels and strides up to 4, dilation up to 3."""
+    return testing.pool_cases(dilate, max_kernel=4, max_stride=4, max_dilation=3, max_extra=6, max_batch=3)
 
 
 @given(case=pool_cases(), seed=st.integers(0, 1000))

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from paramcheck import assert_parameter_grads
 
 import minigrad as mg
 import minigrad.nn as nn
@@ -128,20 +129,7 @@ def test_gradients_match_finite_differences():
     def loss():
         return model.loss(idx, seg, labels, is_next)
 
-    model.zero_grad()
-    loss().backward()
-    rng, eps = np.random.default_rng(0), 1e-6
-    for name, p in model.named_parameters():  # two random entries of every parameter
-        flat, grad = p.data.reshape(-1), p.grad.reshape(-1)
-        for k in rng.choice(flat.size, 2, replace=False):
-            old = flat[k]
-            flat[k] = old + eps
-            up = loss().item()
-            flat[k] = old - eps
-            down = loss().item()
-            flat[k] = old
-            numeric = (up - down) / (2 * eps)
-            assert abs(grad[k] - numeric) <= 1e-6 + 1e-4 * abs(numeric), (name, k, grad[k], numeric)
+    assert_parameter_grads(model, loss, atol=1e-6)  # two random entries of every parameter
 
 
 def test_overfits_one_batch():

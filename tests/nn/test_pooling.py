@@ -12,19 +12,7 @@ import minigrad as mg
 import minigrad.nn as nn
 import minigrad.nn.functional as F
 from minigrad import gradcheck
-
-
-@st.composite
-def pool_cases(draw, dilate=True):
-    """(x shape, kernel, stride, padding, dilation, ceil_mode) of a valid 2-d pool."""
-    kernel = tuple(draw(st.integers(1, 3)) for _ in range(2))
-    stride = tuple(draw(st.integers(1, 3)) for _ in range(2))
-    dilation = tuple(draw(st.integers(1, 2)) if dilate else 1 for _ in range(2))
-    padding = tuple(draw(st.integers(0, k // 2)) for k in kernel)
-    spatial = tuple(max(1, d * (k - 1) + 1 - 2 * p) + draw(st.integers(0, 3))
-                    for k, d, p in zip(kernel, dilation, padding))
-    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 2))) + spatial
-    return shape, kernel, stride, padding, dilation, draw(st.booleans())
+from minigrad.testing import pool_cases
 
 
 def distinct(shape, seed=0):
