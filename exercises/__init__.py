@@ -29,15 +29,17 @@ How to add a task <name>:
      for each mistake the task is known for, the numbers it would give, computed from the
      reference's numbers (never by reading the student's source). The grader tries them
      first, then `diagnose.generic_mistakes` (ignores_upstream_grad, swapped_grads,
-     transposed_grad, sign_error, factor_error). A new code needs its hint in diagnose.HINTS;
+     transposed_grad, sign_error, factor_error). A new code needs its entry (code, title, the
+     tasks that give it, the hint) in the catalogue: diagnoses_core/_attention/_layers.py;
    - `train(sub)` (pieces of a transformer): returns one check that trains the tiny GPT with
      the student's op swapped in (see task_attention_forward.py) and compares loss curves.
 4. catalogue.ORDER: put the name at its place in the course.
 5. tests/exercises/: correct/<name>.py built from the library's kernels (must pass), and for
-   every diagnosis code the task can give, an entry in test_exercise_diagnoses.py's WRONG
-   table (the body that replaces the stub's `raise NotImplementedError`); the test asserts
-   the grader returns exactly that code. test_exercise_cli.py runs every task's correct file
-   (exit 0) and unmodified stub ("not implemented yet", exit 1) by itself.
+   every diagnosis code the task can give, an entry in a WRONG table of a test module
+   (test_exercise_diagnoses.py and its siblings: the body that replaces the stub's `raise
+   NotImplementedError`); the test asserts the grader returns exactly that code.
+   test_exercise_cli.py runs every task's correct file (exit 0) and unmodified stub ("not
+   implemented yet", exit 1) by itself.
 """
 
 from .catalogue import TASKS, get_task

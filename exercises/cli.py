@@ -1,6 +1,7 @@
 """`minigrad exercise list|start|check`: the exercises from the command line.
 
     minigrad exercise list                        # the tasks in order, each with its status here
+    minigrad exercise list --codes                # every diagnosis the grader names, with its hint
     minigrad exercise start softmax_backward      # writes ./exercises/softmax_backward.py (a stub)
     minigrad exercise check softmax_backward      # grades it: exit 0 when every check passes
     minigrad exercise check attention_backward --train   # then trains the tiny GPT with it
@@ -69,6 +70,11 @@ def _status(args: argparse.Namespace, name: str, seen: dict) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    if args.codes:
+        from .diagnoses import catalogue_text
+
+        print(catalogue_text())
+        return 0
     seen = _read_status(args.dir)
     for task in TASKS.values():
         print(f"{task.number:2d}. {task.name:<22} {_status(args, task.name, seen):<30} {task.title}")
@@ -162,6 +168,8 @@ def add_commands(subparsers: Any) -> None:
 
     q = tasks.add_parser("list", help="the tasks in order, with their status")
     common(q)
+    q.add_argument("--codes", action="store_true",
+                   help="print the diagnoses catalogue instead: every code the grader names, with its hint")
     q.set_defaults(run=cmd_list)
     q = tasks.add_parser("start", help="write a task's stub (never overwrites)")
     q.add_argument("task", help=f"one of: {names}")

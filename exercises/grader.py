@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from types import ModuleType, SimpleNamespace
 from typing import Any, Callable
 
-from .diagnose import HINTS
+from .diagnoses import HINTS, most_precise
 
 Check = tuple[str, Callable[[], Any]]
 
@@ -43,7 +43,7 @@ class CheckResult:
 
 @dataclass
 class Report:
-    """The outcome of `check`: one result per check run, the diagnosis of the first failure."""
+    """The outcome of `check`: one result per check run, and every diagnosis the failures gave."""
 
     task: str
     source: str
@@ -57,8 +57,8 @@ class Report:
 
     @property
     def diagnosis(self) -> list[str]:
-        first = next((c for c in self.checks if not c.passed), None)
-        return list(first.diagnosis) if first else []
+        """The codes of every failed check, in check order, each once (diagnoses.most_precise)."""
+        return most_precise([code for c in self.checks if not c.passed for code in c.diagnosis])
 
     def to_json(self) -> dict:
         return {
@@ -77,12 +77,11 @@ class Report:
         if self.not_implemented:
             lines.append(f"not implemented yet: {self.not_implemented}")
             return "\n".join(lines)
-        if first is not None:
-            if first.detail:
-                lines += ["", first.detail.rstrip()]
-            for code in first.diagnosis:
-                lines += ["", f"diagnosis: {code}"]
-                lines += ["  " + s for s in textwrap.wrap(HINTS[code], 96)]
+        if first is not None and first.detail:
+            lines += ["", first.detail.rstrip()]
+        for code in self.diagnosis:
+            lines += ["", f"diagnosis: {code}"]
+            lines += ["  " + s for s in textwrap.wrap(HINTS[code], 96)]
         if self.extra:
             lines += ["", self.extra.rstrip()]
         failed = sum(not c.passed for c in self.checks)

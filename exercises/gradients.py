@@ -197,6 +197,21 @@ def compare(student: Fn, reference: Fn, case: Case, op: type | None = None,
     raise Fail(msg, detail, [found.code] if found else [])
 
 
+def forward_detail(label: str, inputs: dict[str, np.ndarray], yours: np.ndarray,
+                   reference: np.ndarray, width: int = 80) -> str:
+    """The worked case of a failing forward, as a failing gradient shows one: the inputs (when
+    small), your output, the reference's and the difference, side by side."""
+    blocks = [(n, x) for n, x in inputs.items() if np.size(x) <= 16]
+    lines = [f"worked case ({label}):"]
+    if blocks:
+        lines.append(side_by_side(blocks, width=width))
+    outs = [("yours", yours), ("reference", reference)]
+    if np.shape(yours) == np.shape(reference):
+        outs.append(("difference", np.asarray(yours, dtype=np.float64) - reference))
+    lines.append(side_by_side(outs, width=width))
+    return "\n".join(lines)
+
+
 def gradient_checks(student: Fn, reference: Fn, worked: Case, cases: list[Case], op: type | None = None,
                     mistakes: Callable[[Case, np.ndarray, dict], list[Mistake]] | None = None,
                     must_reduce: bool = False, prefix: str = "") -> list[Check]:

@@ -30,7 +30,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from .catalogue import TASKS, Task, get_task
-from .diagnose import HINTS
+from .diagnoses import HINTS
 from .grader import CheckResult, Report, grade
 
 # The checks grade() puts before a task's own: a prerequisite, worth no points.

@@ -288,15 +288,15 @@ def checks(sub: Any) -> list[Check]:
         return root, names, record, want
 
     def compare(label, record, want, times=None) -> None:
+        seen = set()
+        for node in record.ran:  # first: a node run twice also runs once too early
+            if id(node) in seen:
+                raise Fail(f"on {label}: {record.name(node)}'s local backward ran twice in one call")
+            seen.add(id(node))
         if record.early is not None:
             node, consumer = record.early
             raise Fail(f"on {label}: {record.name(node)}'s backward ran before {record.name(consumer)}'s, "
                        f"which uses {record.name(node)}", diagnosis=["visited_before_consumers"])
-        seen = set()
-        for node in record.ran:
-            if id(node) in seen:
-                raise Fail(f"on {label}: {record.name(node)}'s local backward ran twice in one call")
-            seen.add(id(node))
         for node in record.reachable:
             expected = want[id(node)] * (1 if times is None or node.parents else times)
             got = node.grad

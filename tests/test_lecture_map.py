@@ -91,7 +91,7 @@ def test_every_cited_exercise_exists():
 
     names = re.findall(r"Exercise: ([^\n]+(?:\n  [^\n]+)*)", MAP)
     cited = {n for line in names for n in re.findall(r"`(\w+)`", line) if not n.startswith("--")}
-    from minigrad.exercises.diagnose import HINTS
+    from minigrad.exercises.diagnoses import HINTS
 
     cited -= set(HINTS)  # diagnosis codes named beside their task
     assert cited and cited <= set(ORDER), cited - set(ORDER)

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 import minigrad as mg
 from minigrad.exercises import TASKS, grade
 from minigrad.exercises import references as R
-from minigrad.exercises.diagnose import HINTS, close
+from minigrad.exercises.diagnose import close
+from minigrad.exercises.diagnoses import HINTS
 from minigrad.exercises.gradients import backward_of, upstream
 from minigrad.exercises.task_conv2d_backward import CONFIGS, cases, mistakes
 from minigrad.tensor import Tensor
