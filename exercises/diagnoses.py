@@ -5,7 +5,7 @@ title, the tasks that can give it, and a one-paragraph hint: the symptom, the li
 look at, never the fix. `minigrad exercise list --codes` prints the catalogue, and a check's
 `Fail(..., diagnosis=[code])` may only name a code listed here (a test holds the grader to it).
 The entries live beside their family of tasks (diagnoses_core.py, diagnoses_attention.py,
-diagnoses_layers.py); this module gathers them.
+diagnoses_softmax.py, diagnoses_layers.py); this module gathers them.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ class Diagnosis:
 
 
 def _gather() -> dict[str, Diagnosis]:
-    from . import diagnoses_attention, diagnoses_core, diagnoses_layers
+    from . import diagnoses_attention, diagnoses_core, diagnoses_layers, diagnoses_softmax
 
     out: dict[str, Diagnosis] = {}
-    for module in (diagnoses_core, diagnoses_attention, diagnoses_layers):
+    for module in (diagnoses_core, diagnoses_attention, diagnoses_softmax, diagnoses_layers):
         for d in module.ENTRIES:
             if d.code in out:
                 raise ValueError(f"diagnosis {d.code!r} is listed twice ({module.__name__})")

@@ -1,4 +1,5 @@
-"""The diagnoses of the layers tasks (see diagnoses.py for what an entry holds)."""
+"""The diagnoses of the broadcasting, matmul, reduction, layer-norm, Linear and encoder tasks
+(see diagnoses.py for what an entry holds)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_exercise_diagnoses import ENGINE_BACKWARD, ENGINE_ORDER, student_file
+from test_exercise_diagnoses import ENGINE_BACKWARD, ENGINE_ORDER
+from wrongfile import student_file
 
 import minigrad as mg
 from minigrad.exercises import TASKS, grade

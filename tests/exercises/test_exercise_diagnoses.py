@@ -2,11 +2,11 @@
 `raise NotImplementedError` replaced by a wrong body): the grader must fail it and return
 exactly that code, and no other."""
 
-from pathlib import Path
 
 import pytest
+from wrongfile import student_file
 
-from minigrad.exercises import TASKS, grade
+from minigrad.exercises import grade
 from minigrad.exercises.diagnoses import HINTS
 
 SOFTMAX = "a * (g - (g * a).sum(axis=-1, keepdims=True))"
@@ -255,20 +255,6 @@ WRONG += [
       "        seen.add(id(node))\n        for p in node.parents:\n            visit(p)\n"
       "        order.append(node)\n\nvisit(root)\nreturn order[::-1]", ENGINE_BACKWARD]),
 ]
-
-
-def student_file(tmp_path: Path, task: str, body: str | list[str]) -> str:
-    """The task's stub with its i-th `raise NotImplementedError` replaced by body[i] (a single
-    string fills the last one: the stubs of one function keep the forward given)."""
-    lines = TASKS[task].stub().splitlines()
-    sites = [i for i, x in enumerate(lines) if x.strip() == "raise NotImplementedError"]
-    bodies = body if isinstance(body, list) else [body]
-    for i, text in zip(sites[len(sites) - len(bodies):], bodies):
-        indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
-        lines[i] = "\n".join(indent + x if x else x for x in text.strip("\n").splitlines())
-    path = tmp_path / f"{task}.py"
-    path.write_text("\n".join(lines) + "\n")
-    return str(path)
 
 
 @pytest.mark.parametrize("task, code, body",

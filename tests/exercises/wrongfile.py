@@ -1,0 +1,25 @@
+"""Wrong (and right) student files for the grader's tests: a task's stub with its
+`raise NotImplementedError` lines replaced by bodies, and what a report failed."""
+
+from pathlib import Path
+
+from minigrad.exercises import TASKS
+
+
+def student_file(tmp_path: Path, task: str, body: str | list[str]) -> str:
+    """The task's stub with its i-th `raise NotImplementedError` replaced by body[i] (a single
+    string fills the last one: the stubs of one function keep the forward given)."""
+    lines = TASKS[task].stub().splitlines()
+    sites = [i for i, x in enumerate(lines) if x.strip() == "raise NotImplementedError"]
+    bodies = body if isinstance(body, list) else [body]
+    for i, text in zip(sites[len(sites) - len(bodies):], bodies):
+        indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+        lines[i] = "\n".join(indent + x if x else x for x in text.strip("\n").splitlines())
+    path = tmp_path / f"{task}.py"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def failed(report) -> list[str]:
+    """The names of the checks a report failed, in order."""
+    return [c.name for c in report.checks if not c.passed]
