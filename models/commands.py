@@ -172,6 +172,8 @@ def cmd_graph(args: argparse.Namespace) -> int:
     cls = recipe_class(args.model)
     preset = args.preset or ("tiny" if "tiny" in cls.presets else cls.default_preset)
     check_preset(cls, preset)
+    if args.html or args.expand_fused or args.show_values:
+        return _graph_with_options(args, cls, preset)
     out = args.out or f"{args.model}_graph.svg"
     written, notes = inspection.draw_step(cls, preset, out, depth=args.depth, module=args.module,
                                           batch_size=args.batch_size, seed=args.seed)
@@ -180,6 +182,53 @@ def cmd_graph(args: argparse.Namespace) -> int:
     depth = "the whole graph" if args.depth is None else f"depth {args.depth}"
     print(f"wrote {written}: {args.model} ({preset}), one training batch of {args.batch_size} "
           f"forward and backward, {depth}")
+    return 0
+
+
+def _graph_with_options(args: argparse.Namespace, cls: Any, preset: str) -> int:
+    """`minigrad graph` with --html (the interactive page of `minigrad.viz.explore`),
+    --expand-fused or --show-values: one training batch's loss, drawn and/or explored."""
+    import warnings
+
+    import graphviz
+    import numpy as np
+
+    from minigrad.viz import GraphvizNotFoundWarning, draw_graph, explore
+
+    out = args.out or (None if args.html else f"{args.model}_graph.svg")
+    fmt = os.path.splitext(out or "")[1].lower().lstrip(".")
+    if out is not None and fmt not in graphviz.FORMATS | {"dot", "gv"}:
+        raise ValueError(f"cannot tell the picture's format from {out!r}; end it in .svg, .png, .pdf or .dot")
+    if args.html and os.path.splitext(args.html)[1].lower() not in (".html", ".htm"):
+        raise ValueError(f"--html writes a web page: end its name in .html, got {args.html!r}")
+    if args.html and args.module:
+        raise ValueError("--module draws a picture of one module; the --html page opens modules by click")
+    mg.manual_seed(args.seed)
+    recipe = cls(preset)
+    if args.module is not None:
+        inspection._check_module(recipe.model, args.module, f"{cls.name} ({preset})")
+    loss = recipe.loss(recipe.batch("train", np.random.default_rng(args.seed), args.batch_size))
+    depth = "the whole graph" if args.depth is None else f"depth {args.depth}"
+    what = f"{args.model} ({preset}), one training batch of {args.batch_size} forward and backward"
+    if args.html:
+        page = explore(loss, model=recipe.model, depth=args.depth)  # runs the backward it steps through
+        inspection._make_folder(args.html)
+        page.save(args.html)
+        folded = "every module open" if args.depth is None else f"modules below depth {args.depth} folded"
+        print(f"wrote {args.html}: {what}, {len(page.trace)} backward steps, {folded}")
+    else:
+        loss.backward()  # so the drawing shows gradients
+    if out is None:
+        return 0
+    drawing = draw_graph(loss, model=recipe.model, depth=args.depth, module=args.module,
+                         show_values=True if args.show_values else "auto", expand_fused=args.expand_fused)
+    inspection._make_folder(out)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", GraphvizNotFoundWarning)
+        written = drawing.save(out)
+    for w in caught:  # e.g. Graphviz is missing, so DOT source was written instead
+        print(f"minigrad: {w.message}", file=sys.stderr)
+    print(f"wrote {written}: {what}, {depth}")
     return 0
 
 
@@ -266,6 +315,12 @@ def add_commands(subparsers: Any, engines: Mapping[str, EngineChoice] | None = N
     g.add_argument("--module", help="draw only this module, by its path (e.g. blocks.0.attn)")
     g.add_argument("--batch-size", type=int, default=2, help="examples in the batch (default 2)")
     g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--expand-fused", action="store_true",
+                   help="draw each fused kernel (attention) as its steps: q k^T, scale, softmax, @ v")
+    g.add_argument("--show-values", action="store_true",
+                   help="print the values and gradients of small tensors (up to 64 elements) as grids")
+    g.add_argument("--html", help="also (or, without --out, only) write the interactive page of "
+                   "minigrad.viz.explore: modules open by click, a backward stepper")
     g.set_defaults(run=cmd_graph)
 
     a = subparsers.add_parser("attention", help="heatmaps of a checkpoint's attention weights on an input")

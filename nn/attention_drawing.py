@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad import Function
+from minigrad.autograd import KEEP_VALUES
 from minigrad.viz import register_pipeline
 
 from .functional_attention import _scale_name
@@ -19,10 +20,46 @@ from .tiled_attention import TiledAttention
 
 def attention_pipeline(node: Function) -> list[tuple]:
     """The steps a fused attention node computes, as `draw_graph(expand_fused=True)` draws
-    them: (op, inputs, result, result shape) each; an input is the index of one of the node's
-    inputs (q 0, k 1, v 2, bias 3) or the name of an earlier result."""
+    them: (op, inputs, result, result shape, result values) each; an input is the index of one
+    of the node's inputs (q 0, k 1, v 2, bias 3) or the name of an earlier result."""
     q, k, v = (t.shape for t in node.inputs[:3])
-    return _attention_steps(node, q, k, v, 0, 1, 2, 3 if len(node.inputs) > 3 else None)
+    steps = _attention_steps(node, q, k, v, 0, 1, 2, 3 if len(node.inputs) > 3 else None)
+    values = {}
+    if _small_inputs(node):
+        values = _attention_values(node, node.inputs[0].data, node.inputs[1].data,
+                                   node.inputs[3].data if len(node.inputs) > 3 else None)
+    return [step + (values.get(step[2]),) for step in steps]
+
+
+def _small_inputs(node: Function) -> bool:
+    """Whether the graph still holds the node's inputs: small ones are kept after backward
+    (see `Released`), and only they are worth printing."""
+    return all(getattr(t, "values_kept", True) and t.data.size <= KEEP_VALUES for t in node.inputs)
+
+
+def _attention_values(node: Function, q: np.ndarray, k: np.ndarray, bias) -> dict[str, np.ndarray]:
+    """The values of the steps' results, recomputed from q and k (the kernel keeps none of them
+    once backward has run), for `show_values`: q k^T, the scores (plus bias) and, without
+    dropout, the weights: masked with the node's small mask or its causal flag (a mask of more
+    than SMALL_MASK entries is not kept: then the weights are left out), each row a softmax over
+    the keys (0 where every key is masked, as the kernel gives)."""
+    values = {"q k^T": q @ np.swapaxes(k, -1, -2)}
+    values["scores"] = scores = values["q k^T"] * node.scale
+    if bias is not None:
+        values["scores + bias"] = scores = scores + bias
+    allowed = getattr(node, "small_mask", None)
+    if allowed is None and getattr(node, "causal", False):
+        allowed = np.tri(scores.shape[-2], scores.shape[-1], dtype=bool)
+    if getattr(node, "dropout_p", 0.0) or (getattr(node, "masked", False) and allowed is None):
+        return values
+    if allowed is not None:
+        scores = np.where(allowed, scores, -np.inf)
+    if not (np.isnan(scores).any() or np.isposinf(scores).any()):
+        m = scores.max(axis=-1, keepdims=True)
+        e = np.exp(scores - np.where(np.isfinite(m), m, 0))
+        total = e.sum(axis=-1, keepdims=True)
+        values["weights"] = e / np.where(total == 0, 1, total)
+    return values
 
 
 def packed_attention_pipeline(node: Function) -> list[tuple]:
@@ -34,7 +71,12 @@ def packed_attention_pipeline(node: Function) -> list[tuple]:
     steps = [(f"Take {x}, split into {H} heads", [0], x, heads) for x in ("q", "k", "v")]
     steps += _attention_steps(node, heads, heads, heads, "q", "k", "v", 1 if len(node.inputs) > 1 else None)
     steps.append(("Merge heads", ["attention output"], "merged", (B, T, E)))
-    return steps
+    values = {}
+    if _small_inputs(node):
+        q, k, v = node.inputs[0].data.reshape(B, T, 3, H, E // H).transpose(2, 0, 3, 1, 4)  # (B, H, T, D)
+        values = _attention_values(node, q, k, node.inputs[1].data if len(node.inputs) > 1 else None)
+        values.update(q=q, k=k, v=v)
+    return [step + (values.get(step[2]),) for step in steps]
 
 
 def _attention_steps(node: Function, q: tuple, k: tuple, v: tuple, q_in, k_in, v_in, bias_in) -> list[tuple]:

@@ -27,6 +27,9 @@ from .tiled_attention import BLOCK_Q
 # no mask 0.91 at (1, 4, 256). Within one block (T <= 128) the tiled kernel skips nothing and is
 # slower whatever the batch: 1.11 at (4, 4, 128), 1.09 at (16, 4, 64).
 TILED_MIN_SCORES = 2**18
+# A boolean mask of at most this many entries stays on the node, so that a drawing with
+# show_values can recompute the weights of a small attention (nn/attention_drawing.py).
+SMALL_MASK = 4096
 TILED_MIN_LENGTH = BLOCK_Q + 1
 
 
@@ -262,6 +265,7 @@ class Attention(Function):
                                        weights_out=weights_out)
         ctx.save_for_backward(*saved)
         ctx.scale, ctx.masked, ctx.dropout_p = scale, allowed is not None, dropout_p
+        ctx.small_mask = allowed if allowed is not None and allowed.size <= SMALL_MASK else None  # for drawings
         return out
 
     @staticmethod

@@ -13,7 +13,7 @@ import numpy as np
 
 from minigrad import Function
 
-from .fused_attention import Attention, _causal, attention_backward, attention_forward, use_tiled
+from .fused_attention import SMALL_MASK, Attention, _causal, attention_backward, attention_forward, use_tiled
 from .tiled_attention import TiledAttention, tiled_backward, tiled_forward
 
 
@@ -157,6 +157,8 @@ class PackedAttention(Function):
         ctx.tiles, ctx.heads, ctx.scale = tiles, heads, scale
         ctx.kernel = Attention if tiles is None else TiledAttention  # which kernel ran
         ctx.masked, ctx.dropout_p = allowed is not None or causal, dropout_p  # (for drawings)
+        ctx.causal = causal
+        ctx.small_mask = allowed if allowed is not None and allowed.size <= SMALL_MASK else None
         return out
 
     @staticmethod

@@ -21,7 +21,8 @@
 # 4. checking it with `mg.gradcheck`, then breaking its backward on purpose and reading the
 #    report that names the input and the element,
 # 5. `trace_backward`: every step of a backward pass, with broadcasting undone,
-# 6. `draw_graph`: the same graph as a picture.
+# 6. `draw_graph`: the same graph as a picture,
+# 7. `explore`: the picture and the trace together, stepped through in a browser.
 #
 # Run it as a notebook (`jupytext --to notebook tutorials/01_autograd.py`) or as a script
 # (`python tutorials/01_autograd.py`); the script checks its own numbers with `assert`.
@@ -30,7 +31,7 @@
 import numpy as np
 
 import minigrad as mg
-from minigrad.viz import draw_graph, trace_backward
+from minigrad.viz import draw_graph, explore, trace_backward
 
 np.set_printoptions(precision=4, suppress=True)
 
@@ -282,3 +283,29 @@ assert "grad [1, 2]" in label_of_h  # d loss / d h = c, although h.grad is None
 assert h.grad is None and np.allclose(w.grad, 2 * w.data * np.array([[1.0], [2.0]]))
 assert any("data [1, -2]\\n[0.5, 3]" in ln for ln in picture.body)  # w as a 2 x 2 grid
 picture  # noqa: B018
+
+# %% [markdown]
+# ## 7. `explore`: step through backward on the picture
+#
+# `explore(loss)` runs the backward (through `trace_backward`, so in the engine's own order)
+# and returns one self-contained HTML page: in Jupyter it shows itself inline, and
+# `page.save("y.html")` writes a file any browser opens offline. Press **next** and the page
+# lights up the op being run, the gradient it receives and what it sends to each input; click
+# a tensor for its value and gradient; a model's modules are folded into boxes that open on a
+# click (`minigrad graph gpt --html gpt.html` does it for a model from the command line).
+#
+# Our `y = sum((x + b) * x)` uses `x` twice, so `x` gets two gradients, from steps 1 and 2
+# (the Mul sends `x + b`, the Add passes on `x`), and the page shows their sum, `2x + b`,
+# whose first row is [12, 24, 36].
+
+# %%
+y = ((x + b) * x).sum()
+page = explore(y)
+print(page)
+into_x = next(t for t in page.data["tensors"] if t["id"] == page.node_id(x))["contribs"]
+total = np.reshape(into_x[-1]["total"]["v"], x.shape)
+steps = " and ".join(str(c["from"]) for c in into_x)
+print(f"explore: x gets {len(into_x)} gradients, from steps {steps}; their sum, 2x + b, has the first row "
+      f"[{', '.join(f'{v:g}' for v in total[0])}]")
+assert np.array_equal(total, 2 * x.data + b.data)
+page  # noqa: B018  (Jupyter shows the page; in a script nothing happens)

@@ -13,6 +13,7 @@ quick (matplotlib is the optional extra `minigrad[plot]`).
 
 from ._names import describe_scope
 from .anomaly import AnomalyError, detect_anomaly
+from .explore import explore
 from .figures import show, use_script_backend
 from .grads import keep_grads
 from .graph import draw_graph
@@ -23,7 +24,7 @@ from .trace import BackwardStep, BackwardTrace, GradSent, trace_backward
 
 __all__ = [
     "AnomalyError", "BackwardStep", "BackwardTrace", "GradSent", "GraphvizNotFoundWarning",
-    "describe_scope", "detect_anomaly", "draw_graph", "keep_grads", "plot_attention",
+    "describe_scope", "detect_anomaly", "draw_graph", "explore", "keep_grads", "plot_attention",
     "plot_training", "register_pipeline", "save_graph", "show", "trace_backward",
     "use_script_backend",
 ]

@@ -6,8 +6,10 @@ most of the time on a graph of thousands of nodes.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd import Function
-from ._names import shape_text
+from ._names import shape_text, values_grid
 
 # Node styles: parameters stand out, constants recede, the output is where the eye starts.
 STYLE = {
@@ -25,14 +27,17 @@ STYLE = {
 CLUSTER = "style=rounded color=gray55 fontcolor=gray25 labeljust=l fontsize=11"
 
 
-def expanded_kernel(uid: str, node: Function, steps: list, label: str) -> tuple[str, tuple[str, dict]]:
+def expanded_kernel(uid: str, node: Function, steps: list, label: str,
+                    limit: int | None = 0) -> tuple[str, tuple[str, dict]]:
     """DOT for a fused kernel drawn as the steps it fuses, inside a box named after it.
 
     `steps` comes from the kernel's registered pipeline (`register_pipeline`): (op, inputs,
     result name, result shape) each, where an input is the index of one of the node's
-    inputs or the name of an earlier step's result. The last step's result is the node's
-    own output. Returns the DOT text, and where edges attach: (the last step, input index ->
-    the first step reading it).
+    inputs or the name of an earlier step's result, and optionally a fifth item, the result's
+    values (an array, or None), printed on its oval when it has at most `limit` elements
+    (None: any size), as `draw_graph(show_values=...)` prints a tensor's. The last step's
+    result is the node's own output. Returns the DOT text, and where edges attach: (the last
+    step, input index -> the first step reading it).
     """
     dtype = node.inputs[0].dtype if node.inputs else None
     made: dict[str, str] = {}  # result name -> its oval's id
@@ -40,7 +45,7 @@ def expanded_kernel(uid: str, node: Function, steps: list, label: str) -> tuple[
     out = [f"\tsubgraph cluster_{uid} {{\n",
            f'\t\tgraph [label="{label} (fused kernel, expanded)" {CLUSTER} style="rounded,dashed"]\n']
     last = uid
-    for i, (op, inputs, result, shape) in enumerate(steps):
+    for i, (op, inputs, result, shape, *values) in enumerate(steps):
         sid = f"{uid}_s{i}"
         out.append(f'\t\t{sid} [label="{escape(op)}" {STYLE["inner_op"]}]\n')
         for x in inputs:
@@ -51,6 +56,8 @@ def expanded_kernel(uid: str, node: Function, steps: list, label: str) -> tuple[
         if i < len(steps) - 1:
             rid = made[result] = f"{uid}_r{i}"
             text = escape(result) + "\\n" + escape(shape_text(tuple(shape), dtype))
+            if values and values[0] is not None and (limit is None or np.size(values[0]) <= limit):
+                text += "".join("\\n" + escape(line) for line in prefixed("data", values_grid(values[0])))
             out.append(f'\t\t{rid} [label="{text}" {STYLE["inner"]}]\n')
             out.append(f"\t\t{sid} -> {rid}\n")
         last = sid

@@ -329,7 +329,7 @@ class _Builder:
                 label += f"\\nbackward step {self.step[id(n)]}"
             pipeline = pipeline_of(type(n)) if self.expand_fused else None  # see pipelines.py
             if pipeline is not None:
-                text, self.ends[uid] = expanded_kernel(uid, n, pipeline(n), label)
+                text, self.ends[uid] = expanded_kernel(uid, n, pipeline(n), label, self.limit)
                 into(unit_cluster[uid]).append(text)
                 continue
             into(unit_cluster[uid]).append(f'\t{uid} [label="{label}" {STYLE["op"]}]\n')

@@ -3,7 +3,8 @@ layer that defines the kernel registers here (`register_pipeline`), so viz names
 
 A pipeline is a function of the node, returning its steps: (op, inputs, result name, result
 shape) each, where an input is the index of one of the node's inputs or the name of an earlier
-step's result; the last step's result is the node's own output.
+step's result; the last step's result is the node's own output. A step may add a fifth item, the
+result's values (an array, or None when they cannot be known), which `show_values` prints.
 """
 
 from __future__ import annotations

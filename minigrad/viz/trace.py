@@ -34,6 +34,7 @@ class GradSent:
         norm: norm of the gradient as it reached the input (after the summing).
         values: that gradient, for tensors of at most `max_values` elements, else None.
         to_step: the step that visits the input's node; None for a leaf.
+        stats: (min, max, mean) of that gradient, for any size (`explore` shows them).
     """
 
     index: int
@@ -45,6 +46,7 @@ class GradSent:
     values: np.ndarray | None = None
     to_step: int | None = None
     tensor: Tensor | None = field(default=None, repr=False, compare=False)
+    stats: tuple[float, float, float] | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -59,6 +61,7 @@ class BackwardStep:
         grad_values: that gradient, for tensors of at most `max_values` elements, else None.
         sent: one `GradSent` per input that requires grad and got a gradient.
         node: the graph node itself.
+        grad_stats: (min, max, mean) of the upstream gradient.
     """
 
     step: int
@@ -69,6 +72,7 @@ class BackwardStep:
     grad_values: np.ndarray | None
     sent: list[GradSent]
     node: Function = field(repr=False, compare=False)
+    grad_stats: tuple[float, float, float] | None = field(default=None, repr=False, compare=False)
 
 
 class BackwardTrace:
@@ -170,12 +174,12 @@ def trace_backward(
             to = names.param(t) or ("" if t._node is not None else f"leaf {dims(t.shape)}")
             sent.append(
                 GradSent(i, to, gi.shape, t.shape, axes, norm(arrived),
-                         _small(arrived, max_values), None, t)
+                         _small(arrived, max_values), None, t, _stats(arrived))
             )
         names.see(node.scope)
         steps.append(
             BackwardStep(len(steps), node.name, names.describe_scope(node.scope), g.shape,
-                         norm(g), _small(g, max_values), sent, node)
+                         norm(g), _small(g, max_values), sent, node, _stats(g))
         )
 
     with hooks.observe_backward(observe):
@@ -195,6 +199,12 @@ def trace_backward(
 
 def _small(a: np.ndarray, limit: int) -> np.ndarray | None:
     return np.array(a, copy=True) if a.size <= limit else None
+
+
+def _stats(a: np.ndarray) -> tuple[float, float, float] | None:
+    if a.size == 0 or a.dtype.kind not in "fiub":
+        return None
+    return float(a.min()), float(a.max()), float(a.mean(dtype=np.float64))
 
 
 def _norm(n: float) -> str:

@@ -82,6 +82,14 @@ def test_01_the_backward_by_hand_table_is_what_backward_gives(runs):
     _agrees(*_printed(runs, name, rf"^L = {NUMBER}$"), rows[0][1], what="L")
 
 
+def test_01_explore_shows_the_two_gradients_of_x_and_their_sum(runs):
+    name = "01_autograd.py"
+    steps, row = _stated(_markdown(name), r"from steps (\d+ and \d+) .* whose first row is \[([\d, ]+)\]")
+    assert _lines(runs, name, rf"^explore: x gets 2 gradients, from steps {steps}; their sum, 2x \+ b, "
+                  rf"has the first row \[{re.escape(row)}\]$")
+    assert _lines(runs, name, r"^<ExplorePage: 3 ops, 5 tensors, 0 modules, 3 backward steps>$")
+
+
 def test_02_prints_the_slide_numbers(runs):
     name = "02_attention_by_hand.py"
     weights, output = _stated(_readme(name), r"weights \[([\d., ]+)\], output \[([\d., ]+)\]")
