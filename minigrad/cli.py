@@ -23,12 +23,12 @@ from minigrad.models import commands as models
 from minigrad.models.train import Engine
 
 
-def torch_engine(nproc: int, threads: int) -> Engine:
+def torch_engine(nproc: int, threads: int | str) -> Engine:
     """The torch engine of minigrad.export; torch is imported here, when it is asked for, so the
     command starts fast without it (and says which extra to install when it is missing)."""
     from minigrad.export.distributed import TorchEngine
 
-    return TorchEngine(nproc=nproc, threads=threads)
+    return TorchEngine(nproc=nproc, threads=1 if threads == "auto" else threads)
 
 
 ENGINES = {
@@ -43,12 +43,26 @@ ENGINES = {
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="minigrad", description="Train and inspect small transformers.")
     p.add_argument("--version", action="version", version=f"minigrad {mg.__version__}")
-    p.add_argument("--threads", type=int, default=1,
-                   help="BLAS threads (default 1: faster for these small matrices)")
+    p.add_argument("--threads", type=_threads, default="auto",
+                   help="threads for the matrix products and kernels: a number, or auto (the default): "
+                        "train times its first steps at each count and keeps the fastest; other "
+                        "commands use 1")
     sub = p.add_subparsers(dest="command", required=True)
     models.add_commands(sub, engines=ENGINES)
     exercises.add_commands(sub)
     return p
+
+
+def _threads(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number of threads or auto, not {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"at least 1 thread, not {n}")
+    return n
 
 
 def _check_counts(args: argparse.Namespace) -> None:
@@ -63,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         _check_counts(args)
-        mg.set_num_threads(args.threads)
+        mg.set_num_threads(1 if args.threads == "auto" else args.threads)  # train's auto: models/train.py
         code = args.run(args)
         sys.stdout.flush()  # so a closed pipe shows up here, not at exit
         return code

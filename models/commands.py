@@ -45,16 +45,16 @@ DEFAULT_ENGINE = "minigrad"
 class EngineChoice:
     """An engine `minigrad train --engine NAME` can train with.
 
-    make(nproc, threads) returns the `models.train.Engine` (importing its library only then, so
-    a missing extra raises ImportError there); help says what it is for `--help`; processes:
-    whether it can train over --nproc > 1 processes."""
+    make(nproc, threads) returns the `models.train.Engine` (threads: a count, or "auto"),
+    importing its library only then, so a missing extra raises ImportError there; help says
+    what it is for `--help`; processes: whether it can train over --nproc > 1 processes."""
 
-    make: Callable[[int, int], Engine]
+    make: Callable[[int, int | str], Engine]
     help: str = ""
     processes: bool = False
 
 
-ENGINES = {DEFAULT_ENGINE: EngineChoice(make=lambda nproc, threads: Engine())}
+ENGINES = {DEFAULT_ENGINE: EngineChoice(make=lambda nproc, threads: Engine(threads=threads))}
 
 
 def _recipe_from_checkpoint(path: str, expect: str | None = None, load_data: bool = True, need: str = ""):
@@ -169,51 +169,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
+    """One training batch's loss, drawn (--out; --expand-fused, --show-values) and/or written as
+    the interactive page of `minigrad.viz.explore` (--html)."""
+    from minigrad.viz import draw_graph, explore
+
     cls = recipe_class(args.model)
     preset = args.preset or ("tiny" if "tiny" in cls.presets else cls.default_preset)
     check_preset(cls, preset)
-    if args.html or args.expand_fused or args.show_values:
-        return _graph_with_options(args, cls, preset)
-    out = args.out or f"{args.model}_graph.svg"
-    written, notes = inspection.draw_step(cls, preset, out, depth=args.depth, module=args.module,
-                                          batch_size=args.batch_size, seed=args.seed)
-    for note in notes:  # e.g. Graphviz is missing, so DOT source was written instead
-        print(f"minigrad: {note}", file=sys.stderr)
-    depth = "the whole graph" if args.depth is None else f"depth {args.depth}"
-    print(f"wrote {written}: {args.model} ({preset}), one training batch of {args.batch_size} "
-          f"forward and backward, {depth}")
-    return 0
-
-
-def _graph_with_options(args: argparse.Namespace, cls: Any, preset: str) -> int:
-    """`minigrad graph` with --html (the interactive page of `minigrad.viz.explore`),
-    --expand-fused or --show-values: one training batch's loss, drawn and/or explored."""
-    import warnings
-
-    import graphviz
-    import numpy as np
-
-    from minigrad.viz import GraphvizNotFoundWarning, draw_graph, explore
-
     out = args.out or (None if args.html else f"{args.model}_graph.svg")
-    fmt = os.path.splitext(out or "")[1].lower().lstrip(".")
-    if out is not None and fmt not in graphviz.FORMATS | {"dot", "gv"}:
-        raise ValueError(f"cannot tell the picture's format from {out!r}; end it in .svg, .png, .pdf or .dot")
+    if out is not None:
+        inspection.check_picture_path(out)
     if args.html and os.path.splitext(args.html)[1].lower() not in (".html", ".htm"):
         raise ValueError(f"--html writes a web page: end its name in .html, got {args.html!r}")
     if args.html and args.module:
         raise ValueError("--module draws a picture of one module; the --html page opens modules by click")
-    mg.manual_seed(args.seed)
-    recipe = cls(preset)
-    if args.module is not None:
-        inspection._check_module(recipe.model, args.module, f"{cls.name} ({preset})")
-    loss = recipe.loss(recipe.batch("train", np.random.default_rng(args.seed), args.batch_size))
-    depth = "the whole graph" if args.depth is None else f"depth {args.depth}"
+    recipe, loss = inspection.step_loss(cls, preset, args.module, args.batch_size, args.seed)
     what = f"{args.model} ({preset}), one training batch of {args.batch_size} forward and backward"
     if args.html:
         page = explore(loss, model=recipe.model, depth=args.depth)  # runs the backward it steps through
-        inspection._make_folder(args.html)
-        page.save(args.html)
+        inspection.save_page(page, args.html)
         folded = "every module open" if args.depth is None else f"modules below depth {args.depth} folded"
         print(f"wrote {args.html}: {what}, {len(page.trace)} backward steps, {folded}")
     else:
@@ -222,12 +196,10 @@ def _graph_with_options(args: argparse.Namespace, cls: Any, preset: str) -> int:
         return 0
     drawing = draw_graph(loss, model=recipe.model, depth=args.depth, module=args.module,
                          show_values=True if args.show_values else "auto", expand_fused=args.expand_fused)
-    inspection._make_folder(out)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", GraphvizNotFoundWarning)
-        written = drawing.save(out)
-    for w in caught:  # e.g. Graphviz is missing, so DOT source was written instead
-        print(f"minigrad: {w.message}", file=sys.stderr)
+    written, notes = inspection.save_drawing(drawing, out)
+    for note in notes:  # e.g. Graphviz is missing, so DOT source was written instead
+        print(f"minigrad: {note}", file=sys.stderr)
+    depth = "the whole graph" if args.depth is None else f"depth {args.depth}"
     print(f"wrote {written}: {what}, {depth}")
     return 0
 

@@ -22,36 +22,46 @@ from .recipes import Recipe
 # ----------------------------------------------------------------------------- graph
 
 
-def draw_step(cls: type[Recipe], preset: str, out: str, depth: int | None = 1, module: str | None = None,
-              batch_size: int = 2, seed: int = 0) -> tuple[str, list[str]]:
-    """Build the model of `preset`, run one training batch forward and backward, and draw the
-    graph of its loss (grad norms included) to `out` (.svg, .png, .pdf, .dot).
-
-    Returns:
-        The path written (a .dot file when Graphviz's `dot` is missing) and notes for the user.
-    """
-    import graphviz
-
-    from minigrad.viz import GraphvizNotFoundWarning, draw_graph
-
-    fmt = os.path.splitext(out)[1].lower().lstrip(".")
-    if fmt not in graphviz.FORMATS | {"dot", "gv"}:
-        raise ValueError(f"cannot tell the picture's format from {out!r}; end it in .svg, .png, .pdf or .dot")
+def step_loss(cls: type[Recipe], preset: str, module: str | None = None, batch_size: int = 2,
+              seed: int = 0) -> tuple[Recipe, Any]:
+    """The model of `preset` and the loss of one training batch (not yet backward), for
+    `minigrad graph`; `module`, a path to draw alone, is checked to exist."""
     if batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {batch_size}")
     mg.manual_seed(seed)
     recipe = cls(preset)
     if module is not None:
         _check_module(recipe.model, module, f"{cls.name} ({preset})")
-    batch = recipe.batch("train", np.random.default_rng(seed), batch_size)
-    loss = recipe.loss(batch)
-    loss.backward()  # so the drawing shows gradient norms
-    drawing = draw_graph(loss, model=recipe.model, depth=depth, module=module)
+    return recipe, recipe.loss(recipe.batch("train", np.random.default_rng(seed), batch_size))
+
+
+def check_picture_path(out: str) -> None:
+    import graphviz
+
+    fmt = os.path.splitext(out)[1].lower().lstrip(".")
+    if fmt not in graphviz.FORMATS | {"dot", "gv"}:
+        raise ValueError(f"cannot tell the picture's format from {out!r}; end it in .svg, .png, .pdf or .dot")
+
+
+def save_drawing(drawing: Any, out: str) -> tuple[str, list[str]]:
+    """Write a draw_graph drawing to `out` (.svg, .png, .pdf, .dot).
+
+    Returns:
+        The path written (a .dot file when Graphviz's `dot` is missing) and notes for the user.
+    """
+    from minigrad.viz import GraphvizNotFoundWarning
+
     _make_folder(out)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", GraphvizNotFoundWarning)
         written = drawing.save(out)
     return written, [str(w.message) for w in caught]
+
+
+def save_page(page: Any, path: str) -> None:
+    """Write an explore page (minigrad.viz.explore) to `path`, its folder made if need be."""
+    _make_folder(path)
+    page.save(path)
 
 
 def _check_module(model: nn.Module, path: str, what: str) -> None:

@@ -28,6 +28,7 @@ import minigrad as mg
 import minigrad.optim as optim
 from minigrad.random import set_rng_state
 from minigrad.serialization import clean_temporaries
+from minigrad.threads import ThreadTuner
 
 from .runs import (
     CHECKPOINT_FORMAT,
@@ -161,6 +162,19 @@ class Engine:
 
     leader = True
     label = ""
+    tuner: ThreadTuner | None = None
+
+    def __init__(self, threads: int | str | None = None):
+        """threads: None (leave the count as set), a count, or "auto": each step runs through a
+        `minigrad.threads.ThreadTuner`, which times the first steps at each thread count, keeps
+        the fastest, and times them again every 500 steps."""
+        self.tuner = ThreadTuner() if threads == "auto" else None
+        if isinstance(threads, int):
+            mg.set_num_threads(threads)
+
+    def describe(self) -> str:
+        """A line for the log about how the steps run ("" if nothing to say)."""
+        return self.tuner.describe() if self.tuner is not None and self.tuner.timings else ""
 
     def check(self, recipe: Any, cfg: TrainConfig) -> None:
         """The default engine trains every recipe."""
@@ -176,6 +190,11 @@ class Engine:
         return pressed  # one process: nobody else to ask
 
     def step(self, batch: Any) -> float:
+        if self.tuner is not None:
+            return self.tuner.run(lambda: self._step(batch))
+        return self._step(batch)
+
+    def _step(self, batch: Any) -> float:
         loss = self.recipe.loss(batch)
         self.opt.zero_grad()
         loss.backward()
@@ -274,6 +293,7 @@ def train_steps(recipe: Any, cfg: TrainConfig, out_dir: str, engine: Engine | No
                disable=not (progress and engine.leader),
                desc=f"train {recipe.name}{engine.label}", unit="step", dynamic_ncols=True)
     t0 = time.perf_counter() - seconds
+    said = [""]
     with StopOnCtrlC() if interrupted is None else nullcontext(interrupted) as catcher:
         for step in bar:
             if engine.stopping(catcher.flag):  # stop between steps, so the checkpoint is consistent
@@ -293,6 +313,9 @@ def train_steps(recipe: Any, cfg: TrainConfig, out_dir: str, engine: Engine | No
                 evaluated = {"step": done, **recipe.evaluate(cfg.eval_batches)}
                 history.append(evaluated)
                 log(f"step {done}: " + ", ".join(f"{k} {v:.4f}" for k, v in evaluated.items() if k != "step"))
+                if engine.describe() not in ("", said[0]):  # e.g. the thread count chosen, when it changes
+                    said[0] = engine.describe()
+                    log(said[0])
             val_loss = None if evaluated is None else evaluated.get("val_loss", float("nan"))
             append_log_row(log_path, done, value, val_loss, lr, elapsed)
             if evaluated is not None:  # after the log row, so a resumed run's log continues where this stops

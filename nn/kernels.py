@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from minigrad.autograd import Function
+from minigrad.parallel import run_pieces
 
 from ._erf import erf, erf_float32
 from .lookup_kernels import Dropout, Embedding, scatter_add_rows, scatter_add_rows_reference  # noqa: F401
@@ -254,10 +255,17 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 def _by_pieces(fn, inputs: tuple[np.ndarray, ...], outputs: tuple[np.ndarray, ...]) -> None:
     """fn(*input pieces, *output pieces) over matching pieces of same-size arrays: flat views
-    of contiguous arrays, so the pieces are contiguous too (0-d arrays are one piece)."""
+    of contiguous arrays, so the pieces are contiguous too (0-d arrays are one piece). The
+    pieces are independent, so large arrays are spread over the threads (minigrad.parallel)."""
     flat = [a.reshape(-1) for a in inputs + outputs]
-    for i in range(0, max(flat[0].size, 1), PIECE):
+    size = flat[0].size
+    starts = range(0, max(size, 1), PIECE)
+
+    def piece(k: int) -> None:
+        i = starts[k]
         fn(*(a[i:i + PIECE] for a in flat))
+
+    run_pieces(piece, [min(PIECE, size - i) for i in starts])
 
 
 def _gelu_tanh(x: np.ndarray, t: np.ndarray, y: np.ndarray) -> None:
@@ -268,8 +276,8 @@ def _gelu_tanh(x: np.ndarray, t: np.ndarray, y: np.ndarray) -> None:
     t *= x
     np.tanh(t, out=t)
     np.add(t, 1, out=y)
+    y *= 0.5  # before x: (1 + t) x would overflow for x past half the dtype's max
     y *= x
-    y *= 0.5
 
 
 def _gelu_tanh_grad(x: np.ndarray, t: np.ndarray, g: np.ndarray, dx: np.ndarray) -> None:

@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 
 from ..autograd import enable_grad
+from ..parallel import run_pieces
 from ..tensor import Tensor
 from ..versions import bump
 
@@ -132,14 +133,20 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        for i, group, p in self._indexed():
-            if p.grad is None:
-                continue
-            state = self.state.get(i, {})
-            self._update(p.data, p.grad, state, group)
-            bump(p.data)  # so a backward through a graph made before this step raises
-            if state:  # plain SGD keeps no buffers, so no entry
-                self.state[i] = state
+        todo = [(i, group, p) for i, group, p in self._indexed() if p.grad is not None]
+        states = [self.state.get(i, {}) for i, _, _ in todo]
+
+        def update(k: int) -> None:  # each parameter's update is its own: they may run on several threads
+            _, group, p = todo[k]
+            self._update(p.data, p.grad, states[k], group)
+
+        try:
+            run_pieces(update, [p.data.size for _, _, p in todo])
+        finally:  # (after an error too: the parameters updated before it are changed)
+            for (i, _, p), state in zip(todo, states):
+                bump(p.data)  # so a backward through a graph made before this step raises
+                if state:  # plain SGD keeps no buffers, so no entry
+                    self.state[i] = state
         return loss
 
     def _update(self, p: np.ndarray, grad: np.ndarray, state: dict[str, Any],
