@@ -9,13 +9,14 @@ from typing import Any, Callable, Mapping
 
 from .grader import Check
 
-# The course order: a task's number is its place here. Each name has its module
-# exercises/task_<name>.py and its stub exercises/stubs/<name>.py.
+# The course order: a task's number is its place here (the first line of each task module and
+# stub says it: tests/exercises/test_exercise_cli.py checks). Each name has its module
+# exercises/task_<name>.py and its stub exercises/stubs/<name>.py. The engine comes third: after
+# two local backwards, the student writes what chains them.
 ORDER = [
-    "mul_broadcast", "matmul_backward", "reductions", "softmax_backward", "cross_entropy",
-    "layer_norm_backward", "linear_layer", "attention_forward", "attention_backward", "multi_head",
-    "positional_encoding", "additive_attention", "encoder_layer", "conv2d_backward",
-    "backprop_engine",
+    "mul_broadcast", "matmul_backward", "backprop_engine", "reductions", "softmax_backward",
+    "cross_entropy", "layer_norm_backward", "linear_layer", "attention_forward", "attention_backward",
+    "multi_head", "positional_encoding", "additive_attention", "encoder_layer", "conv2d_backward",
 ]
 
 

@@ -90,3 +90,53 @@ def match(student: dict[str, np.ndarray], reference: dict[str, np.ndarray],
             return m
     return None
 
+
+def _matmul_fails(sa: tuple[int, ...], sb: tuple[int, ...]) -> bool:
+    """Whether numpy's matmul rejects operands of these shapes (decided from the shapes alone)."""
+    if not sa or not sb or sa[-1] != (sb[0] if len(sb) == 1 else sb[-2]):
+        return True
+    try:
+        np.broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:
+        return True
+    return False
+
+
+def _same_error(message: str, sa: tuple[int, ...], sb: tuple[int, ...]) -> bool:
+    """Whether operands of shapes sa, sb give exactly `message`: numpy's own words (tried on
+    zero-strided arrays, which fail before any arithmetic), or minigrad's, which name both shapes."""
+    if f"{sa} @ {sb}" in message:
+        return True
+    try:
+        np.matmul(np.broadcast_to(np.float64(0), sa), np.broadcast_to(np.float64(0), sb))
+    except ValueError as e:
+        return str(e) == message
+    return False
+
+
+def dot_t_on_batched(exc: BaseException, frames: list[dict]) -> bool:
+    """Whether a matmul error is explained by `.T` on an array of 3 or more axes.
+
+    `frames` are the local variables of the student's frames the exception passed through. The
+    error is put down to `.T` when, for arrays x (3 axes or more) and y among them, x with every
+    axis reversed (what .T gives) against y reproduces the error's exact words, while x with only
+    its last two axes swapped would have multiplied: a reversed batched shape, read from numbers.
+    minigrad's error names both shapes; numpy's core-dimension error names only the two sizes,
+    so there the match is by sizes (the hint says the error fits .T, and where to look).
+    """
+    message = str(exc)
+    if not isinstance(exc, ValueError) or "matmul" not in message and "remapped shapes" not in message:
+        return False
+    for local in frames:
+        arrays = [v.data if hasattr(v, "requires_grad") else v for v in local.values()]  # Tensors too
+        shapes = [a.shape for a in arrays if isinstance(a, np.ndarray)]
+        for i, x in enumerate(shapes):
+            if len(x) < 3:
+                continue
+            reversed_x, swapped = x[::-1], x[:-2] + x[-2:][::-1]
+            for y in shapes[:i] + shapes[i + 1:]:  # another array: x @ x.T is rare, and often misleads
+                for left, right, fixed in ((reversed_x, y, (swapped, y)), (y, reversed_x, (y, swapped))):
+                    if _matmul_fails(left, right) and not _matmul_fails(*fixed) and _same_error(
+                            message, left, right):
+                        return True
+    return False

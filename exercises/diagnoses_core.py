@@ -64,9 +64,12 @@ ENTRIES = [
     )),
     Diagnosis("mask_not_minus_inf", "masked scores are filled with a finite number",
               ('attention_forward', 'additive_attention'), (
-        'Masked keys still get attention weight: the scores are masked with 0 or another finite '
-        'number, and exp of a finite number is not 0. Look at the value you fill the forbidden scores'
-        ' with before the softmax: after the softmax they must weigh exactly 0.'
+        'Your masked scores are filled with a finite number where the task says -inf, and exp of a '
+        'finite number is not 0. With a small one (0, -10) the masked keys keep some weight and the '
+        'output still depends on them; with a huge one (-1e9) they weigh 0 while the row has an allowed '
+        'key, but a row with none gets equal weights on every key (the mean of the values) where the '
+        'task asks for weights 0. Look at the value you fill the forbidden scores with before the '
+        'softmax.'
     )),
     Diagnosis("sign_error", "a gradient has the wrong sign", GRADIENT_TASKS, (
         'Your gradient is the exact negative of the right one. Look for a subtraction written the '

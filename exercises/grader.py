@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from types import ModuleType, SimpleNamespace
 from typing import Any, Callable
 
+from .diagnose import dot_t_on_batched
 from .diagnoses import HINTS, most_precise
 
 Check = tuple[str, Callable[[], Any]]
@@ -136,12 +137,27 @@ def _in_library(filename: str) -> bool:
     return any(os.path.abspath(filename).startswith(r + os.sep) for r in roots)
 
 
+def student_frames(exc: BaseException, source: str | None) -> list[dict]:
+    """The local variables of each frame `exc` passed through in the student's file (without a
+    file, a notebook's objects: the frames outside minigrad and its exercises package)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    out, tb = [], exc.__traceback__
+    while tb is not None:
+        name = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if (name == os.path.abspath(source) if source else
+                not (_in_library(name) or name.startswith(here + os.sep))):
+            out.append(tb.tb_frame.f_locals)
+        tb = tb.tb_next
+    return out
+
+
 def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: " + " ".join(str(exc).split())
 
 
 def run_checks(task: str, source: str, checks: list[Check], path: str | None = None) -> Report:
-    """Run `checks` in order into a Report; stop at the first NotImplementedError."""
+    """Run `checks` in order into a Report; stop at the first NotImplementedError. A matmul error
+    that `.T` on a batched array explains is named (diagnose.dot_t_on_batched)."""
     report = Report(task, source)
     for name, fn in checks:
         try:
@@ -156,7 +172,8 @@ def run_checks(task: str, source: str, checks: list[Check], path: str | None = N
         except Exception as e:  # the student's code raised: say what and where
             where = where_raised(e, path)
             message = f"raised {_one_line(e)}" + (f" ({where})" if where else "")
-            report.checks.append(CheckResult(name, False, message))
+            codes = ["dot_t_on_batched"] if dot_t_on_batched(e, student_frames(e, path)) else []
+            report.checks.append(CheckResult(name, False, message, diagnosis=codes))
     return report
 
 

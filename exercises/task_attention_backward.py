@@ -1,9 +1,9 @@
-"""Exercise 9 · attention_backward: dQ, dK, dV of scaled dot-product attention."""
+"""Exercise 10 · attention_backward: dQ, dK, dV of scaled dot-product attention."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from . import references
 from .catalogue import Task
 from .diagnose import Mistake
 from .grader import Check, Fail
-from .gradients import Case, gradient_checks
+from .gradients import Case, forward_detail, gradient_checks
 from .training import attention_from, train_check
 
 
@@ -57,9 +57,15 @@ def mistakes(case: Case, g: np.ndarray, ref: dict) -> list[Mistake]:
         if q.shape[-1] == a.shape[-1]:  # dK = (dS Q)^T or dQ = (dS^T K)^T: all sides equal
             found.append(Mistake("transposed_grad", {"k": unbroadcast(_T(ds @ q * c), shape["k"])}))
             found.append(Mistake("transposed_grad", {"q": unbroadcast(_T(_T(ds) @ k * c), shape["q"])}))
+    others = [n for n in dict.fromkeys((v.shape[-1], k.shape[-2], q.shape[-2])) if n not in (1, q.shape[-1])]
     for which in ("qk", "q", "k"):
         found.append(Mistake("missing_scale", qk(ds, 1.0, which)))
         found.append(Mistake("wrong_scale", qk(ds, c * c, which)))
+        # 1/sqrt of another size (dv, Tk or Tq) in place of 1/sqrt(d)
+        found += [Mistake("scale_wrong_d", qk(ds, 1.0 / math.sqrt(n), which)) for n in others]
+    if len({x.shape for x in (q, k, v)}) == 1:  # the three gradients in a rotated order (dv first, ...)
+        found += [Mistake("grads_out_of_order", {"q": ref["k"], "k": ref["v"], "v": ref["q"]}),
+                  Mistake("grads_out_of_order", {"q": ref["v"], "k": ref["q"], "v": ref["k"]})]
     return found
 
 
@@ -87,6 +93,8 @@ def cases() -> list[Case]:
         Case({"q": r(4, 3), "k": r(4, 3), "v": r(4, 3)}, {"mask": np.tri(4, dtype=bool)}, "causal mask"),
         Case({"q": r(2, 3, 2), "k": r(2, 4, 2), "v": r(2, 4, 2)}, {"mask": pad}, "padding mask (2, 1, 4)"),
         Case({"q": r(3, 2), "k": r(4, 2), "v": r(4, 2)}, {"mask": no_row}, "a fully masked row"),
+        # scores q k^T / sqrt(d) of order 1000: exp overflows past 709
+        Case({"q": r(2, 2) * 30, "k": r(3, 2) * 30, "v": r(3, 2)}, label="large scores (order 1000)"),
     ]
 
 
@@ -99,14 +107,27 @@ def checks(sub: Any) -> list[Check]:
     def forward() -> str:
         for case in cases():
             t = [Tensor(x) for x in case.inputs.values()]
-            got, want = student(*t, **case.options).data, references.attention(*t, **case.options).data
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                got = student(*t, **case.options).data
+            want = references.attention(*t, **case.options).data
             if got.shape != want.shape or not np.allclose(got, want, rtol=1e-9, atol=1e-12):
-                raise Fail(f"on {case.describe()} the output differs from the reference: the forward "
-                           "is given; restore it from the stub")
+                finite = bool(np.all(np.isfinite(got)))
+                raise Fail(f"on {case.describe()} the output differs from the reference"
+                           + ("" if finite else " (it holds nan or inf)")
+                           + ": the forward is given; restore it from the stub",
+                           forward_detail(case.describe(), case.inputs, got, want),
+                           ["attention_exp_overflows"] if not finite and np.all(np.isfinite(want)) else [])
         return f"{len(cases())} cases"
 
+    def quiet(fn: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a forward of yours
+                return fn()
+        return run
+
     return [("forward matches the reference", forward),
-            *gradient_checks(student, references.attention, worked, cases(), sub.Attention, mistakes)]
+            *((name, quiet(fn)) for name, fn in
+              gradient_checks(student, references.attention, worked, cases(), sub.Attention, mistakes))]
 
 
 def train(sub: Any) -> Check:

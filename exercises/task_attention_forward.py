@@ -1,4 +1,4 @@
-"""Exercise 8 · attention_forward: scaled dot-product attention with a boolean mask."""
+"""Exercise 9 · attention_forward: scaled dot-product attention with a boolean mask."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from . import references
 from .catalogue import Task
 from .diagnose import close
 from .grader import Check, Fail
-from .gradients import Case, gradient_checks
+from .gradients import Case, forward_detail, gradient_checks
 from .training import attention_from, train_check
+
+RTOL = 1e-9  # float64 throughout: a right forward agrees to about 1e-15
 
 
 def _softmax(s: np.ndarray) -> np.ndarray:
@@ -24,9 +26,32 @@ def _softmax(s: np.ndarray) -> np.ndarray:
     return e / np.where(total == 0, 1.0, total)
 
 
-def predictions(q: np.ndarray, k: np.ndarray, v: np.ndarray,
-                mask: np.ndarray | None) -> list[tuple[str, np.ndarray]]:
-    """What each classic forward mistake outputs on these inputs."""
+def fitted_fill(s: np.ndarray, v: np.ndarray, mask: np.ndarray, got: np.ndarray) -> float | None:
+    """The finite c with got = softmax(where(mask, s, c)) v, when one c fits every row that has
+    both allowed and masked keys (None otherwise). Per row, with x = exp(c - m) and m the row's
+    largest allowed score, got (Z + n x) = N + x F is linear in x (Z, N: the allowed keys' sums
+    of weights and of weighted values; n, F: the masked keys' count and sum of values)."""
+    mask = np.broadcast_to(mask, s.shape)
+    if got.shape != s.shape[:-1] + v.shape[-1:] or not np.all(np.isfinite(got)):
+        return None
+    m = np.where(mask, s, -np.inf).max(axis=-1, keepdims=True)
+    e = np.where(mask, np.exp(s - np.where(np.isfinite(m), m, 0.0)), 0.0)
+    n = (~mask).sum(axis=-1, keepdims=True)
+    num, den = e @ v - e.sum(axis=-1, keepdims=True) * got, n * got - (~mask) @ v
+    rows = mask.any(axis=-1) & ~mask.all(axis=-1) & ((den * den).sum(axis=-1) > 1e-20)
+    if not rows.any():
+        return None
+    x = (num * den).sum(axis=-1)[rows] / (den * den).sum(axis=-1)[rows]
+    if np.any(x <= 0):
+        return None
+    c = np.log(x) + m[..., 0][rows]
+    return float(c.mean()) if np.ptp(c) <= 1e-6 * max(1.0, float(np.abs(c).max())) else None
+
+
+def predictions(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None,
+                got: np.ndarray | None = None) -> list[tuple[str, np.ndarray]]:
+    """What each classic forward mistake outputs on these inputs (`got`, the student's output,
+    lets the finite value a masking fills in be fitted)."""
     s = q @ k.swapaxes(-1, -2)
     d = q.shape[-1]
 
@@ -34,11 +59,23 @@ def predictions(q: np.ndarray, k: np.ndarray, v: np.ndarray,
         return x if mask is None else np.where(mask, x, -np.inf)
 
     out = [("missing_scale", _softmax(masked(s)) @ v), ("wrong_scale", _softmax(masked(s / d)) @ v)]
+    # sqrt of another size: dv, Tk or Tq in place of d
+    out += [("scale_wrong_d", _softmax(masked(s / math.sqrt(n))) @ v)
+            for n in dict.fromkeys((v.shape[-1], k.shape[-2], q.shape[-2])) if n not in (1, d)]
     if mask is not None:
-        a = _softmax(s / math.sqrt(d))
-        out += [("mask_after_softmax", np.where(mask, a, 0.0) @ v),
-                ("mask_not_minus_inf", _softmax(np.where(mask, s / math.sqrt(d), 0.0)) @ v)]
+        scaled = s / math.sqrt(d)
+        out += [("mask_after_softmax", np.where(mask, _softmax(scaled), 0.0) @ v),
+                ("mask_inverted", _softmax(np.where(mask, -np.inf, scaled)) @ v)]
+        fitted = None if got is None else fitted_fill(scaled, v, mask, got)
+        fills = [0.0] + ([] if fitted is None else [fitted])
+        out += [("mask_not_minus_inf", _softmax(np.where(mask, scaled, c)) @ v) for c in fills]
     return out
+
+
+def diagnosis(got: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+              mask: np.ndarray | None) -> list[str]:
+    """The first mistake whose prediction is the student's output (none fits: no code)."""
+    return [code for code, p in predictions(q, k, v, mask, got) if close(got, p, rtol=RTOL)][:1]
 
 
 def _t(x: Any) -> Tensor | None:
@@ -52,25 +89,26 @@ def checks(sub: Any) -> list[Check]:
         return rng.normal(0, 1, shape)
 
     def run(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-        out = sub.attention(Tensor(q), Tensor(k), Tensor(v), _t(mask))
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a softmax of yours
+            out = sub.attention(Tensor(q), Tensor(k), Tensor(v), _t(mask))
         if not isinstance(out, Tensor):
             raise Fail(f"attention returned a {type(out).__name__}, not a Tensor")
         return out.data
 
+    def reference(q, k, v, mask=None) -> np.ndarray:
+        return references.attention(Tensor(q), Tensor(k), Tensor(v), mask).data
+
+    def shown(what: str, q, k, v, mask, got, want) -> str:
+        inputs = {"q": q, "k": k, "v": v, **({} if mask is None else {"mask": mask})}
+        return forward_detail(what, inputs, got, want)
+
     def against_reference(q, k, v, mask=None, what=""):
-        got = run(q, k, v, mask)
-        want = references.attention(Tensor(q), Tensor(k), Tensor(v), mask).data
+        got, want = run(q, k, v, mask), reference(q, k, v, mask)
         if got.shape != want.shape:
             raise Fail(f"{what}: output of shape {got.shape}, expected {want.shape} (..., Tq, dv)")
-        if not close(got, want, rtol=1e-9):
-            codes = [code for code, p in predictions(q, k, v, mask) if close(got, p, rtol=1e-9)][:1]
-            if not codes and mask is not None and close(run(q, k, v), references.attention(
-                    Tensor(q), Tensor(k), Tensor(v)).data, rtol=1e-9):
-                # Right without the mask, wrong with it: the masking is wrong. Do the weights of
-                # each row still sum to 1 (v = 1 gives those sums)? Then masked keys keep weight.
-                sums = run(q, k, np.ones(v.shape[:-1] + (1,)), mask)
-                codes = ["mask_not_minus_inf" if np.allclose(sums, 1.0) else "mask_after_softmax"]
-            raise Fail(f"{what}: the output differs from the reference", diagnosis=codes)
+        if not close(got, want, rtol=RTOL):
+            raise Fail(f"{what}: the output differs from the reference",
+                       shown(what, q, k, v, mask, got, want), diagnosis(got, q, k, v, mask))
 
     def unmasked() -> str:
         against_reference(r(3, 3), r(3, 3), r(3, 3), what="q, k, v (3, 3)")
@@ -85,12 +123,13 @@ def checks(sub: Any) -> list[Check]:
         return "causal and padding masks"
 
     def rows_sum_to_one() -> None:
-        mask = np.tri(4, dtype=bool)
-        sums = run(r(4, 3), r(4, 3), np.ones((4, 1)), mask)[..., 0]  # with v = 1, O_i = sum_j A_ij
-        if not np.allclose(sums, 1.0):
-            got = np.array2string(sums, precision=3)
-            raise Fail(f"with v = 1 the output is each row's sum of weights: {got}, not 1",
-                       diagnosis=["mask_after_softmax"])
+        q, k, ones, mask = r(4, 3), r(4, 3), np.ones((4, 1)), np.tri(4, dtype=bool)
+        sums = run(q, k, ones, mask)  # with v = 1, O_i = sum_j A_ij
+        if sums.shape != (4, 1) or not close(sums, ones, rtol=RTOL):
+            raise Fail(f"with v = 1 the output is each row's sum of weights: "
+                       f"{np.array2string(sums[..., 0], precision=3)}, not 1",
+                       forward_detail("causal mask (4, 4), v = 1", {"mask": mask}, sums, ones),
+                       diagnosis(sums, q, k, ones, mask))
 
     def causal_no_leak() -> None:
         q, k, v = r(5, 3), r(5, 3), r(5, 2)
@@ -99,29 +138,48 @@ def checks(sub: Any) -> list[Check]:
         k2, v2 = k.copy(), v.copy()
         k2[3:], v2[3:] = r(2, 3) * 3, r(2, 2) * 3  # change tokens 3 and 4
         after = run(q, k2, v2, mask)
-        if not np.allclose(before[:3], after[:3], rtol=0, atol=1e-12):
-            leak = np.abs(before[:3] - after[:3]).max()
-            summed = run(q, k, np.ones((5, 1)), mask)[..., 0]
-            code = "mask_not_minus_inf" if np.allclose(summed, 1.0) else "mask_after_softmax"
+        leak = float(np.abs(before[:3] - after[:3]).max()) if before.shape == after.shape else math.inf
+        if not leak <= 1e-12:
             raise Fail(f"changing tokens 3 and 4 changes the outputs of tokens 0..2 (by up to {leak:.3g})",
-                       diagnosis=[code])
+                       diagnosis=diagnosis(before, q, k, v, mask))
 
     def fully_masked_row() -> None:
+        q, k, v = r(3, 2), r(4, 2), r(4, 2)
         mask = np.tri(3, 4, dtype=bool)
         mask[1] = False
-        out = run(r(3, 2), r(4, 2), r(4, 2), mask)
-        if not np.all(np.isfinite(out)) or not np.allclose(out[1], 0.0):
-            got = np.array2string(out[1], precision=3)
-            raise Fail(f"a query with no allowed key should give 0, got {got}")
+        out, want = run(q, k, v, mask), reference(q, k, v, mask)
+        if out.shape != want.shape or not np.all(np.isfinite(out)) or np.abs(out[1]).max() > 1e-12:
+            row = np.array2string(out[1], precision=3) if out.shape == want.shape else f"shape {out.shape}"
+            codes = diagnosis(out, q, k, v, mask)
+            if not codes and out.shape == want.shape and close(out[1], v.mean(axis=0), rtol=1e-6):
+                # a huge finite fill (-1e9): the masked scores are all equal, so is each weight
+                codes, row = ["mask_not_minus_inf"], row + ", the mean of the values (equal weights)"
+            raise Fail(f"a query with no allowed key (row 1) should give 0, got {row}",
+                       shown("row 1 masked", q, k, v, mask, out, want), codes)
 
     def equivariance() -> None:
         q, k, v = r(4, 3), r(5, 3), r(5, 2)
         base = run(q, k, v)
         pk, pq = np.random.default_rng(1).permutation(5), np.random.default_rng(2).permutation(4)
-        if not np.allclose(run(q, k[pk], v[pk]), base):
+        if not close(run(q, k[pk], v[pk]), base, rtol=RTOL):
             raise Fail("reordering the keys together with their values changes the output")
-        if not np.allclose(run(q[pq], k, v), base[pq]):
+        if not close(run(q[pq], k, v), base[pq], rtol=RTOL):
             raise Fail("reordering the queries does not reorder the outputs the same way")
+
+    def large_scores() -> str:
+        # scores q k^T / sqrt(d) of order 1000: exp overflows past 709, the softmax must not
+        fixed = np.random.default_rng(80)  # its own seed: two of the three rows have a score past 709
+        q, k, v = fixed.normal(0, 30, (3, 4)), fixed.normal(0, 30, (5, 4)), fixed.normal(0, 1, (5, 2))
+        got, want = run(q, k, v), reference(q, k, v)
+        if got.shape != want.shape:
+            raise Fail(f"output of shape {got.shape}, expected {want.shape} (..., Tq, dv)")
+        if not close(got, want, rtol=RTOL):
+            finite = bool(np.all(np.isfinite(got)))
+            codes = diagnosis(got, q, k, v, None) if finite else ["attention_exp_overflows"]
+            raise Fail(f"scores up to {np.abs(q @ k.T / 2).max():.0f}: the output differs from the reference"
+                       + ("" if finite else " (it holds nan or inf)"),
+                       shown("q, k of size 30, v (5, 2)", q, k, v, None, got, want), codes)
+        return "scores of order 1000"
 
     worked = Case({"q": r(3, 3), "k": r(3, 3), "v": r(3, 3)}, {"mask": _t(np.tri(3, dtype=bool))},
                   "q, k, v (3, 3), causal mask")
@@ -133,6 +191,7 @@ def checks(sub: Any) -> list[Check]:
             ("causal mask: no output depends on a later token", causal_no_leak),
             ("a query with no allowed key gives 0, not nan", fully_masked_row),
             ("permutation equivariance without a mask", equivariance),
+            ("large scores (order 1000): the output stays finite and right", large_scores),
             *gradient_checks(sub.attention, references.attention, worked, cases)]
 
 

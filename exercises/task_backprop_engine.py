@@ -1,4 +1,4 @@
-"""Exercise 15 · backprop_engine: topological order and backward over a graph of given nodes.
+"""Exercise 3 · backprop_engine: topological order and backward over a graph of given nodes.
 
 The grader builds its graphs from the student's `Node` class with its own ops, whose local
 backwards it watches: which node ran when, the gradient each received and what each sent to
@@ -339,34 +339,36 @@ def checks(sub: Any) -> list[Check]:
         return f"{len(graphs)} graphs"
 
     def gradients(label, graph) -> Callable[[], None]:
-        def check() -> None:
-            _, _, record, want = run(graph)
-            compare(label, record, want)
-        return check
+        return lambda: compare(label, *run(graph)[2:])
 
     def unused() -> None:
         root, names, record, want = run(unused_branch)
         compare("a graph with an unused branch", record, want)
         ran = [record.name(n) for n in record.ran if n not in record.reachable]
-        if ran:
-            raise Fail(f"the backward of {', '.join(ran)} ran, but L does not depend on it")
-        c = names["c"].grad
-        if c is not None and not np.allclose(c, 0):
-            raise Fail("c only feeds a node L does not use, yet c.grad is not zero", f"c.grad:\n{_fmt(c)}")
+        if ran:  # (c feeds only d: no gradient reaches c unless d's backward ran)
+            raise Fail(f"the backward of {', '.join(ran)} ran, but L does not depend on it",
+                       f"c, which only d uses, has .grad {names['c'].grad}")
 
     def twice() -> None:
-        root, names, record, want = run(shared_node, calls=2)
-        x = names["x"]
-        if x.grad is not None and close(x.grad, want[id(x)]):
-            raise Fail("after two calls of backward, x.grad is the gradient of one call",
-                       f"x.grad:\n{_fmt(x.grad)}", ["leaf_grads_not_accumulated"])
-        inner = [n for n in record.reachable if n.parents and n is not root]
-        wrong = next((n for n in inner if n.grad is None or not close(n.grad, want[id(n)])), None)
-        if wrong is not None and wrong.grad is not None and close(wrong.grad, 2 * want[id(wrong)]):
-            raise Fail(f"after two calls, the intermediate {record.name(wrong)}'s .grad holds the sum of "
-                       "both calls; an intermediate's .grad is the gradient of the last call only")
-        record.ran = record.ran[: len(record.ran) // 2]  # the order of the first call
-        compare("two calls of backward", record, want, times=2)
+        for label, graph in (("a node used by three nodes", shared_node), ("a chain", chain)):  # b: s's g
+            root, names, record, want = run(graph, calls=2)
+            leaves = [n for n in record.reachable if not n.parents]
+            once = [n for n in leaves if n.grad is not None and close(n.grad, want[id(n)])]
+            if once:
+                who, first = ", ".join(record.name(n) for n in once), record.name(once[0])
+                detail, what = f"{first}.grad:\n{_fmt(once[0].grad)}", f"on {label}: after two calls"
+                if len(once) == len(leaves):
+                    raise Fail(f"{what} of backward, {who}.grad is the gradient of one call", detail,
+                               ["leaf_grads_not_accumulated"])
+                raise Fail(f"{what}, {who}.grad is the gradient of one call, though the other leaves add "
+                           f"up both: what did the second call change in {first}.grad?", detail)
+            wrong = next((n for n in record.reachable if n.parents and n is not root and n.grad is not None
+                          and not close(n.grad, want[id(n)]) and close(n.grad, 2 * want[id(n)])), None)
+            if wrong is not None:
+                raise Fail(f"on {label}: after two calls, the intermediate {record.name(wrong)}'s .grad "
+                           "holds both calls' sum; an intermediate's .grad is the last call's gradient only")
+            record.ran = record.ran[: len(record.ran) // 2]  # the order of the first call
+            compare(f"{label}, two calls of backward", record, want, times=2)
 
     def deep() -> str:
         root, names = build(long_chain)
@@ -378,10 +380,10 @@ def checks(sub: Any) -> list[Check]:
             raise Fail(f"a chain of {CHAIN} nodes raised RecursionError ({e})",
                        diagnosis=["recursion_too_deep"]) from None
         seconds = time.perf_counter() - t0
-        if len(got) != CHAIN + 2:
-            raise Fail(f"the order of a chain of {CHAIN + 2} nodes has {len(got)}")
-        if names["x"].grad is None or not np.allclose(names["x"].grad, 1):
-            raise Fail(f"on a chain of {CHAIN} nodes, x.grad is {names['x'].grad} (the reference: ones)")
+        x = names["x"].grad
+        if len(got) != CHAIN + 2 or x is None or not np.allclose(x, 1):
+            raise Fail(f"on a chain of {CHAIN} nodes, the order has {len(got)} nodes (the reference: "
+                       f"{CHAIN + 2}) and x.grad is {x} (the reference: ones)")
         if seconds > 10:
             raise Fail(f"a chain of {CHAIN} nodes took {seconds:.1f} s: look for a list searched per node")
         return f"{CHAIN + 2} nodes in {seconds:.2f} s"

@@ -1,4 +1,4 @@
-"""Exercise 14 · conv2d_backward: a 2-D cross-correlation (NCHW, stride, padding), forward and
+"""Exercise 15 · conv2d_backward: a 2-D cross-correlation (NCHW, stride, padding), forward and
 backward: dx by col2im (a scatter-add) and a crop, dw summed over the batch, db over n, h, w."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from . import references
 from .catalogue import Task
 from .diagnose import Mistake, close, match
 from .grader import Check, Fail
-from .gradients import Case, backward_of, gradient_checks, upstream
+from .gradients import Case, backward_of, forward_detail, gradient_checks, upstream
 
 # x (N, C, H, W), w (O, C, kH, kW), stride, padding: stride 1 and 2, padding 0 and 1, a batch,
 # several channels, non-square kernels, strides that leave rows unread, a 1 x 1 output.
@@ -32,6 +32,14 @@ def _case(rng: np.random.Generator, x: tuple, w: tuple, stride: int, padding: in
 def cases() -> list[Case]:
     rng = np.random.default_rng(14)
     return [_case(rng, *config) for config in CONFIGS]
+
+
+def small_cases() -> list[Case]:
+    """The forward's first cases, small enough to print whole (at most 16 numbers an array):
+    stride 1 without padding, then stride 2 with padding, then two channels in and out."""
+    rng = np.random.default_rng(3)
+    return [_case(rng, (1, 1, 3, 3), (1, 1, 2, 2), 1, 0), _case(rng, (1, 1, 4, 4), (1, 1, 2, 2), 2, 1),
+            _case(rng, (1, 2, 2, 3), (2, 2, 2, 2), 1, 1)]
 
 
 # ----------------------------------------------------------------------------- the mistakes
@@ -117,7 +125,9 @@ def checks(sub: Any) -> list[Check]:
     all_cases = cases()
 
     def forward() -> str:
-        for case in [worked, *all_cases]:
+        """The small cases first: the first case that differs is shown whole."""
+        forward_cases = [*small_cases(), worked, *all_cases]
+        for case in forward_cases:
             x, w, b = case.inputs.values()
             got = student(Tensor(x), Tensor(w), Tensor(b), **case.options)
             if not isinstance(got, Tensor):
@@ -125,13 +135,15 @@ def checks(sub: Any) -> list[Check]:
             want = references.conv2d(Tensor(x), Tensor(w), Tensor(b), **case.options).data
             if got.shape != want.shape:
                 raise Fail(f"on {case.describe()}: output of shape {got.shape}, expected {want.shape} "
-                           "(N, O, Ho, Wo), Ho = (H + 2 padding - kH) // stride + 1")
+                           "(N, O, Ho, Wo), Ho = (H + 2 padding - kH) // stride + 1",
+                           forward_detail(case.describe(), case.inputs, got.data, want))
             if not close(got.data, want, rtol=1e-9):
                 flipped = references.conv2d(Tensor(x), Tensor(w[:, :, ::-1, ::-1].copy()), Tensor(b),
                                             **case.options).data
                 raise Fail(f"on {case.describe()}: the output differs from the reference",
-                           diagnosis=["kernel_flipped"] if close(got.data, flipped, rtol=1e-9) else [])
-        return f"{1 + len(all_cases)} cases: stride 1 and 2, padding 0 and 1, non-square kernels"
+                           forward_detail(case.describe(), case.inputs, got.data, want),
+                           ["kernel_flipped"] if close(got.data, flipped, rtol=1e-9) else [])
+        return f"{len(forward_cases)} cases: stride 1 and 2, padding 0 and 1, non-square kernels"
 
     def shapes() -> str:
         """A gradient in the wrong shape (dw per sample, dx uncropped, ...), named before the

@@ -1,4 +1,4 @@
-"""Exercise 5 · cross_entropy: fused log-softmax + NLL, mean over the batch."""
+"""Exercise 6 · cross_entropy: fused log-softmax + NLL, mean over the batch."""
 
 from __future__ import annotations
 
@@ -11,14 +11,45 @@ from minigrad.tensor import Tensor
 
 from . import references
 from .catalogue import Task
-from .diagnose import close
+from .diagnose import Mistake, close
 from .grader import Check, Fail
-from .gradients import Case, compare, gradient_checks
+from .gradients import Case, compare, forward_detail, gradient_checks
 from .training import train_check
 
 
 def _case(rng: np.random.Generator, n: int, c: int, scale: float = 2.0, label: str = "") -> Case:
-    return Case({"x": rng.normal(0, scale, (n, c))}, {"t": Tensor(rng.integers(0, c, n))}, label)
+    return Case({"x": rng.normal(0, scale, (n, c))}, {"t": Tensor(rng.integers(0, c, n))},
+                label or f"x ({n}, {c}), t ({n},)")
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
+def _columns(t: np.ndarray, c: int, counted: bool) -> np.ndarray:
+    """What x[:, t] picks, as a 0/1 (or, `counted`, a multiplicity) mask of the columns: every row
+    at every target column (`dx[:, t] -= 1` subtracts once per distinct column)."""
+    cols = np.bincount(t, minlength=c).astype(np.float64)
+    return np.broadcast_to(cols if counted else np.minimum(cols, 1), (t.size, c))
+
+
+def forward_mistakes(x: np.ndarray, t: np.ndarray) -> list[tuple[str, float]]:
+    """The loss each classic forward mistake gives on (x, t): the sum not the mean, a sign, the
+    targets picking whole columns (-logp[:, t], an (N, N) block)."""
+    logp, n = _log_softmax(x), len(t)
+    want = -logp[np.arange(n), t].mean()
+    return [("factor_error", n * want), ("sign_error", -want),
+            ("one_hot_columns", -logp[:, t].mean()), ("one_hot_columns", -logp[:, t].sum() / n)]
+
+
+def mistakes(case: Case, g: np.ndarray, ref: dict) -> list[Mistake]:
+    """The backward's one-hot built by indexing columns: dx[:, t] -= 1 (once per distinct target
+    column, as numpy's fancy-indexed -= does, or once per target, as np.subtract.at does)."""
+    x, t = case.inputs["x"], np.asarray(case.options["t"].data)
+    p = np.exp(_log_softmax(x))
+    return [Mistake("one_hot_columns", {"x": g * (p - _columns(t, x.shape[-1], counted)) / len(t)})
+            for counted in (False, True)]
 
 
 def checks(sub: Any) -> list[Check]:
@@ -26,42 +57,69 @@ def checks(sub: Any) -> list[Check]:
         return sub.CrossEntropy.apply(x, t)
 
     rng = np.random.default_rng(5)
-    fixed = [_case(rng, 4, 5), _case(rng, 1, 3), _case(rng, 6, 2)]
+    # The first is small enough to print, and its targets differ (x[:, t] would pick other entries).
+    fixed = [Case({"x": rng.normal(0, 2, (3, 4))}, {"t": Tensor(np.array([1, 3, 0]))}, "x (3, 4), t (3,)"),
+             _case(rng, 4, 5), _case(rng, 1, 3), _case(rng, 6, 2)]
+
+    def loss_of(case: Case) -> tuple[np.ndarray, np.ndarray]:
+        x, t = Tensor(case.inputs["x"]), case.options["t"]
+        with np.errstate(all="ignore"):  # the huge cases: an overflow is reported, not warned about
+            return np.asarray(student(x, t).data, dtype=np.float64), references.cross_entropy(x, t).data
+
+    def detail(case: Case, got: np.ndarray, want: np.ndarray) -> str:
+        return forward_detail(case.describe(), {"x": case.inputs["x"], "t": case.options["t"].data},
+                              got, want)
 
     def forward() -> str:
         for case in fixed:
-            x, t = Tensor(case.inputs["x"]), case.options["t"]
-            got, want = student(x, t).data, references.cross_entropy(x, t).data
+            (got, want), x = loss_of(case), case.inputs["x"]
             if np.shape(got) != ():
                 raise Fail(f"the loss has shape {np.shape(got)}, not () (one number: the mean over the rows)")
             if not close(got, want, rtol=1e-9):
-                n = x.shape[0]
-                codes = (["factor_error"] if n > 1 and close(got, n * want, rtol=1e-9) else
-                         ["sign_error"] if close(got, -want, rtol=1e-9) else [])
-                note = " (N times too big: the sum, not the mean)" if codes == ["factor_error"] else ""
+                t = np.asarray(case.options["t"].data)
+                codes = [c for c, p in forward_mistakes(x, t)  # with one row, the sum and x[:, t] are right
+                         if (x.shape[0] > 1 or c == "sign_error") and close(got, p, rtol=1e-9)]
+                note = " (N times too big: the sum, not the mean)" if codes[:1] == ["factor_error"] else ""
                 raise Fail(f"on logits {x.shape} the loss is {float(got):.6g}, the reference "
-                           f"{float(want):.6g}{note}", diagnosis=codes)
+                           f"{float(want):.6g}{note}", detail(case, got, want), codes[:1])
         return f"{len(fixed)} batches"
 
-    huge = Case({"x": np.array([[1000.0, 0.0, -1000.0], [0.0, 1000.0, 999.0]])},
-                {"t": Tensor(np.array([1, 2]))}, "logits of size 1000")
+    # exp(1000) overflows unless the row max is subtracted; the targets are near their row's max.
+    overflow = Case({"x": np.array([[1000.0, 999.0, 998.0], [0.0, 1000.0, 999.0]])},
+                    {"t": Tensor(np.array([1, 2]))}, "logits of size 1000")
+    # The targets lie 800 and 1000 below their row's max: their softmax underflows to exactly 0,
+    # while their log-probabilities (-801.3, -1000.3) are finite.
+    underflow = Case({"x": np.array([[0.0, -800.0, 1.0], [1000.0, 0.0, 999.0]])},
+                     {"t": Tensor(np.array([1, 1]))}, "targets 800 and 1000 below their row's max")
 
     def stable() -> None:
-        x, t = Tensor(huge.inputs["x"]), huge.options["t"]
-        got = student(x, t).data
+        got, want = loss_of(overflow)
+        if np.shape(got) != ():
+            raise Fail(f"the loss has shape {np.shape(got)}, not () (one number: the mean over the rows)")
         if not np.all(np.isfinite(got)):
-            raise Fail("logits of size 1000 give an infinite or nan loss: subtract the row max in logsumexp")
-        if not close(got, references.cross_entropy(x, t).data, rtol=1e-9):
-            raise Fail("logits of size 1000 give a wrong loss")
-        compare(student, references.cross_entropy, huge, sub.CrossEntropy)
+            raise Fail("logits of size 1000 give an infinite or nan loss: exp(1000) overflows unless the "
+                       "row max m is subtracted first, logsumexp(x) = m + log(sum exp(x - m))",
+                       detail(overflow, got, want))
+        if not close(got, want, rtol=1e-9):
+            raise Fail(f"logits of size 1000 give the loss {float(got):.6g}, the reference {float(want):.6g}",
+                       detail(overflow, got, want))
+        got, want = loss_of(underflow)
+        if not close(got, want, rtol=1e-9):
+            x, t = underflow.inputs["x"], np.asarray(underflow.options["t"].data)
+            with np.errstate(all="ignore"):
+                log_of_softmax = -np.log(np.exp(_log_softmax(x))[np.arange(len(t)), t]).mean()
+            codes = ["log_of_softmax_underflows"] if close(got, log_of_softmax) else []
+            raise Fail(f"on {underflow.describe()} the loss is {float(got):.6g}, the reference "
+                       f"{float(want):.6g}", detail(underflow, got, want), codes)
+        for case in (overflow, underflow):
+            with np.errstate(all="ignore"):
+                compare(student, references.cross_entropy, case, sub.CrossEntropy, mistakes)
 
     cases = [_case(rng, n, c) for n, c in ((1, 2), (2, 3), (5, 4), (3, 1), (4, 6))]
     worked = _case(np.random.default_rng(0), 3, 4, label="x (3, 4), t (3,)")
     return [("forward matches the reference", forward),
-            *gradient_checks(student, references.cross_entropy, worked, cases, sub.CrossEntropy, None),
+            *gradient_checks(student, references.cross_entropy, worked, cases, sub.CrossEntropy, mistakes),
             ("huge logits: the loss and its gradient stay finite and right", stable)]
-
-
 
 
 def train(sub: Any) -> Check:

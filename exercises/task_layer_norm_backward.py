@@ -1,4 +1,4 @@
-"""Exercise 6 · layer_norm_backward: dx (three terms), dw and db of layer norm."""
+"""Exercise 7 · layer_norm_backward: dx (three terms), dw and db of layer norm."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from . import references
 from .catalogue import Task
 from .diagnose import Mistake
 from .grader import Check, Fail
-from .gradients import Case, gradient_checks, random_shapes
+from .gradients import Case, forward_detail, gradient_checks, random_shapes
 from .training import train_check
 
 
@@ -24,14 +24,17 @@ def _parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def mistakes(case: Case, g: np.ndarray, ref: dict) -> list[Mistake]:
-    """dx without one of its two mean terms (the path through mu, or through sigma)."""
+    """dx without one of its two mean terms (the path through mu, or through sigma), and dx
+    built from g where gx = g * w belongs."""
     x_hat, sigma = _parts(case.inputs["x"])
     gx = g * case.inputs["w"]
     mean_gx = gx.mean(axis=-1, keepdims=True)
     mean_gxx = (gx * x_hat).mean(axis=-1, keepdims=True)
+    no_w = (g - g.mean(axis=-1, keepdims=True) - x_hat * (g * x_hat).mean(axis=-1, keepdims=True)) / sigma
     return [Mistake("layer_norm_missing_term", {"x": (gx - x_hat * mean_gxx) / sigma}, "no mean(gx) term"),
             Mistake("layer_norm_missing_term", {"x": (gx - mean_gx) / sigma},
-                    "no x_hat * mean(gx * x_hat) term")]
+                    "no x_hat * mean(gx * x_hat) term"),
+            Mistake("layer_norm_no_w", {"x": no_w}, "dx is built from g, not gx = g * w")]
 
 
 def cases() -> list[Case]:
@@ -51,8 +54,10 @@ def checks(sub: Any) -> list[Check]:
     def forward() -> str:
         for case in [worked, *cases()]:
             t = [Tensor(v) for v in case.inputs.values()]
-            if not np.allclose(student(*t).data, references.layer_norm(*t).data, rtol=1e-8, atol=1e-10):
-                raise Fail(f"on {case.describe()} the forward differs from the reference (it is given)")
+            got, want = student(*t).data, references.layer_norm(*t).data
+            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-8, atol=1e-10):
+                raise Fail(f"on {case.describe()} the forward differs from the reference (it is given)",
+                           detail=forward_detail(case.describe(), case.inputs, got, want))
         x = Tensor(np.full((2, 3), 7.0))
         y = student(x, Tensor(np.ones(3)), Tensor(np.zeros(3))).data
         if not np.all(np.isfinite(y)):

@@ -1,9 +1,9 @@
-"""Exercise 7 · linear_layer: Linear as a Module (parameters found by walking, PyTorch's init)."""
+"""Exercise 8 · linear_layer: Linear as a Module (parameters found by walking, PyTorch's init)."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -13,9 +13,42 @@ from minigrad.tensor import Tensor
 
 from . import references
 from .catalogue import Task
-from .diagnose import close
+from .diagnose import Mistake, close
 from .grader import Check, Fail
-from .gradients import Case, gradient_checks
+from .gradients import Case, forward_detail, gradient_checks
+
+# The statistics are taken on a wide layer (16,384 draws for the bias, a million for the weight),
+# so the tolerances below sit many standard errors away from what a right draw gives.
+FAN_IN, FAN_OUT = 64, 16384
+MEAN_TOL, STD_TOL, SHAPE_TOL = 0.03, 0.03, 0.05  # of the bound, of the std, of std * sqrt(3) / max
+
+
+def uniform_fail(name: str, w: np.ndarray, bound: float) -> Fail | None:
+    """Why `w` does not look uniform in +-bound (None when it does), with the code that fits."""
+    if np.unique(w).size < w.size // 2:
+        return Fail(f"{name}: the values repeat (all equal?): every unit would learn the same thing")
+    mean, std, top, low = float(w.mean()), float(w.std()), float(np.abs(w).max()), float(w.min())
+    want = bound / math.sqrt(3)
+    spread = f"mean {mean:.3g}, std {std:.3g}, values in [{low:.3g}, {float(w.max()):.3g}]"
+    if abs(mean) > MEAN_TOL * bound:
+        one_side = low >= -MEAN_TOL * bound or float(w.max()) <= MEAN_TOL * bound
+        return Fail(f"{name}: {spread}; uniform in +-{bound:.3g} has mean 0",
+                    diagnosis=["linear_init_not_centred"] if one_side else [])
+    if top > bound + 1e-6 or abs(std - want) > STD_TOL * want:
+        uniform = abs(std * math.sqrt(3) / top - 1) < SHAPE_TOL  # a uniform's std is its bound / sqrt(3)
+        return Fail(f"{name}: {spread}; uniform in +-1/sqrt(in) = +-{bound:.3g} has std {want:.3g}"
+                    + (f" (yours looks uniform in +-{top:.3g})" if uniform else ""),
+                    diagnosis=["linear_init_scale"] if uniform else [])
+    return None
+
+
+def mistakes(case: Case, g: np.ndarray, ref: dict) -> list[Mistake]:
+    """y = x W + b with our W of shape (out, in) (square in the worked case): the (in, out) layout."""
+    x, w = case.inputs["x"], case.inputs["weight"]
+    if w.shape[0] != w.shape[1]:
+        return []
+    xs, gs = x.reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])
+    return [Mistake("linear_weight_layout", {"x": g @ w.T, "weight": xs.T @ gs}, note="those of y = x W + b")]
 
 
 def checks(sub: Any) -> list[Check]:
@@ -26,47 +59,67 @@ def checks(sub: Any) -> list[Check]:
         layer = build(3, 4)
         named = dict(layer.named_parameters())
         if set(named) != {"weight", "bias"}:
+            missing = ["linear_bias_missing"] if set(named) == {"weight"} else []
             raise Fail(f"parameters() finds {sorted(named)}, expected weight and bias (assign Parameters "
-                       "to self.weight and self.bias)")
+                       "to self.weight and self.bias)", diagnosis=missing)
         for name, shape in (("weight", (4, 3)), ("bias", (4,))):
             if not isinstance(named[name], Parameter) or named[name].shape != shape:
+                layout = ["linear_weight_layout"] if name == "weight" and named[name].shape == (3, 4) else []
                 raise Fail(f"{name}: expected a Parameter of shape {shape}, got {type(named[name]).__name__} "
-                           f"{getattr(named[name], 'shape', '')}")
+                           f"{getattr(named[name], 'shape', '')}", diagnosis=layout)
         no_bias = build(3, 4, bias=False)
         if no_bias.bias is not None or [n for n, _ in no_bias.named_parameters()] != ["weight"]:
             raise Fail("with bias=False, self.bias should be None and weight the only parameter")
 
-    def init() -> str:
-        fan_in = 64
-        layer = build(fan_in, 256)
-        bound = 1 / math.sqrt(fan_in)
-        for name in ("weight", "bias"):
-            w = getattr(layer, name).data
-            if np.abs(w).max() > bound + 1e-6:
-                raise Fail(f"{name}: values up to {np.abs(w).max():.3g}, outside +-1/sqrt(in) = "
-                           f"+-{bound:.3g}")
-            if np.unique(w).size < w.size // 2:
-                raise Fail(f"{name}: the values repeat (all equal?): every unit would learn the same thing")
-        w = layer.weight.data
-        if abs(w.std() - bound / math.sqrt(3)) > 0.1 * bound / math.sqrt(3) or abs(w.mean()) > 0.1 * bound:
-            raise Fail(f"weight: mean {w.mean():.3g}, std {w.std():.3g}; uniform in +-{bound:.3g} has "
-                       f"mean 0, std {bound / math.sqrt(3):.3g}")
-        mg.manual_seed(123)
-        first = build(5, 7).weight.data.copy()
-        mg.manual_seed(123)
-        if not np.array_equal(first, build(5, 7).weight.data):
-            raise Fail("after the same mg.manual_seed the weights differ: draw with mg.rand, not np.random")
-        return f"uniform in +-1/sqrt({fan_in}), reproducible"
+    wide: dict[str, Any] = {}
+
+    def init_of(name: str) -> Callable[[], str]:
+        def check() -> str:
+            if "layer" not in wide:
+                mg.manual_seed(0)  # the same numbers every run
+                wide["layer"] = build(FAN_IN, FAN_OUT)
+            p = getattr(wide["layer"], name, None)
+            if p is None:
+                raise Fail(f"Linear({FAN_IN}, {FAN_OUT}) has no {name}", diagnosis=["linear_bias_missing"]
+                           if name == "bias" else [])
+            fail = uniform_fail(name, p.data, 1 / math.sqrt(FAN_IN))
+            if fail is not None:
+                raise fail
+            return f"Linear({FAN_IN}, {FAN_OUT}): mean 0 and std 1/sqrt(3 in), within +-1/sqrt(in)"
+        return check
+
+    def generator() -> str:
+        draws = []
+        for seed in (123, 123, 124):
+            mg.manual_seed(seed)
+            draws.append(build(5, 7).weight.data.copy())
+        if not np.array_equal(draws[0], draws[1]):
+            raise Fail("after the same mg.manual_seed the weights differ: draw with mg.rand, not np.random",
+                       diagnosis=["linear_init_not_mg_generator"])
+        if np.unique(draws[0]).size > 1 and np.array_equal(draws[0], draws[2]):
+            raise Fail("after different mg.manual_seed seeds the weights are the same: they do not come from "
+                       "mg's generator", diagnosis=["linear_init_not_mg_generator"])
+        return "the same seed, the same layer; another seed, another layer"
 
     def forward() -> str:
         rng = np.random.default_rng(7)
         for shape, bias in (((2, 3), True), ((2, 4, 3), True), ((5, 3), False)):
             layer = build(3, 4, bias=bias)
             x = Tensor(rng.normal(0, 1, shape))
-            got = layer(x)
-            want = references.linear(x, layer.weight, layer.bias)
-            if not isinstance(got, Tensor) or got.shape != want.shape or not close(got.data, want.data):
-                raise Fail(f"on x {shape} (bias={bias}) the output differs from x W^T + b")
+            got, w, b = layer(x), layer.weight, layer.bias
+            if tuple(w.shape) == (3, 4):
+                raise Fail("the weight has shape (in_features, out_features) = (3, 4), where x W^T + b "
+                           "reads it as (out_features, in_features)", diagnosis=["linear_weight_layout"])
+            want = references.linear(x, w, b)
+            if not isinstance(got, Tensor):
+                raise Fail(f"on x {shape} forward returned a {type(got).__name__}, not a Tensor")
+            if got.shape != want.shape or not close(got.data, want.data):
+                no_bias = b is not None and close(got.data, references.linear(x, w).data)
+                shown = {"x": x.data, "weight": w.data, **({"bias": b.data} if b is not None else {})}
+                raise Fail(f"on x {shape} (bias={bias}) the output differs from x W^T + b"
+                           + (": it is x W^T, without b" if no_bias else ""),
+                           detail=forward_detail(f"Linear(3, 4), x {shape}", shown, got.data, want.data),
+                           diagnosis=["linear_bias_missing"] if no_bias else [])
         return "2-D and 3-D inputs, with and without bias"
 
     def student(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
@@ -81,10 +134,12 @@ def checks(sub: Any) -> list[Check]:
                      "bias": rng.normal(0, 1, (out,))})
 
     return [("weight and bias are Parameters of the right shapes", parameters),
-            ("initialisation: uniform in +-1/sqrt(in_features), from mg's generator", init),
+            ("initialisation: uniform in +-1/sqrt(in_features): the weight", init_of("weight")),
+            ("initialisation: uniform in +-1/sqrt(in_features): the bias", init_of("bias")),
+            ("initialisation: from mg's generator (mg.manual_seed reproduces it)", generator),
             ("forward: x W^T + b", forward),
             *gradient_checks(student, references.linear, case((2, 3), 3),
-                             [case((4, 3), 2), case((2, 1, 3), 1)])]
+                             [case((4, 3), 2), case((2, 1, 3), 1)], mistakes=mistakes)]
 
 
 TASK = Task("linear_layer", "Linear as a Module: parameters and their initialisation", ("Linear",), checks)

@@ -1,7 +1,9 @@
-"""Exercise 10 · multi_head: head split and merge around scaled dot-product attention."""
+"""Exercise 11 · multi_head: head split and merge around scaled dot-product attention."""
 
 from __future__ import annotations
 
+import math
+from itertools import product
 from typing import Any
 
 import numpy as np
@@ -12,7 +14,20 @@ from . import references
 from .catalogue import Task
 from .diagnose import close
 from .grader import Check, Fail
-from .gradients import Case, gradient_checks
+from .gradients import Case, forward_detail, gradient_checks
+
+# How a split (B, T, C) -> (B, H, T, D) and a merge (B, H, T, D) -> (B, T, C) can be written, by the
+# code of the mistake ("" is right): a reshape alone, or C taken as (D, H) (strided heads).
+SPLITS = {
+    "": lambda x, H: x.reshape(x.shape[0], x.shape[1], H, -1).transpose(0, 2, 1, 3),
+    "heads_merged_wrong": lambda x, H: x.reshape(x.shape[0], H, x.shape[1], -1),
+    "heads_strided": lambda x, H: x.reshape(x.shape[0], x.shape[1], -1, H).transpose(0, 3, 1, 2),
+}
+MERGES = {
+    "": lambda y: y.transpose(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1),
+    "heads_merged_wrong": lambda y: y.reshape(y.shape[0], y.shape[2], -1),
+    "heads_strided": lambda y: y.transpose(0, 2, 3, 1).reshape(y.shape[0], y.shape[2], -1),
+}
 
 
 def _data(x: Any, what: str) -> np.ndarray:
@@ -21,10 +36,26 @@ def _data(x: Any, what: str) -> np.ndarray:
     return x.data
 
 
+def predictions(q: np.ndarray, k: np.ndarray, v: np.ndarray, H: int,
+                mask: np.ndarray | None) -> list[tuple[str, np.ndarray]]:
+    """What multi_head_attention outputs under each split, merge or scale mistake."""
+
+    def attend(split, merge, scale=None) -> np.ndarray:
+        heads = [Tensor(split(t, H)) for t in (q, k, v)]
+        return merge(references.attention(*heads, mask=mask, scale=scale).data)
+
+    out = [(split_code or merge_code, attend(SPLITS[split_code], MERGES[merge_code]))
+           for split_code, merge_code in product(SPLITS, MERGES) if split_code or merge_code]
+    return out + [("scale_wrong_d", attend(SPLITS[""], MERGES[""], 1 / math.sqrt(q.shape[-1])))]
+
+
 def checks(sub: Any) -> list[Check]:
     rng = np.random.default_rng(10)
-    B, T, H, D = 2, 3, 2, 3
+    B, T, H, D = 2, 3, 2, 2
     x = rng.normal(0, 1, (B, T, H * D))
+
+    def codes_of(got: np.ndarray, fixed: np.ndarray, ways: dict) -> list[str]:
+        return [code for code, way in ways.items() if code and close(got, way(*fixed))][:1]
 
     def split() -> None:
         got = _data(sub.split_heads(Tensor(x), H), "split_heads")
@@ -33,9 +64,9 @@ def checks(sub: Any) -> list[Check]:
             raise Fail(f"(B, T, C) = {x.shape} with H = {H} gives {got.shape}, expected (B, H, T, D) = "
                        f"{want.shape}")
         if not close(got, want):
-            codes = ["heads_merged_wrong"] if close(got, x.reshape(B, H, T, D)) else []
             raise Fail("the heads hold the wrong features: head h should hold features h*D .. (h+1)*D - 1 of "
-                       "every position", diagnosis=codes)
+                       "every position", forward_detail(f"x (B, T, C) = {x.shape}, H = {H}", {}, got, want),
+                       codes_of(got, (x, H), SPLITS))
 
     def merge() -> None:
         heads = rng.normal(0, 1, (B, H, T, D))
@@ -44,37 +75,53 @@ def checks(sub: Any) -> list[Check]:
         if got.shape != want.shape:
             raise Fail(f"(B, H, T, D) = {heads.shape} gives {got.shape}, expected (B, T, H*D) = {want.shape}")
         if not close(got, want):
-            codes = ["heads_merged_wrong"] if close(got, heads.reshape(B, T, H * D)) else []
             raise Fail("position t of the output should be concat(head_1[t], ..., head_H[t])",
-                       diagnosis=codes)
+                       forward_detail(f"heads (B, H, T, D) = {heads.shape}", {}, got, want),
+                       codes_of(got, (heads,), MERGES))
         back = _data(sub.split_heads(sub.merge_heads(Tensor(heads)), H), "split_heads")
         if not close(back, heads):
             raise Fail("split_heads(merge_heads(x)) does not give x back")
 
+    def run(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a softmax of yours
+            out = sub.multi_head_attention(Tensor(q), Tensor(k), Tensor(v), H,
+                                           None if mask is None else Tensor(mask))
+        return _data(out, "multi_head_attention")
+
+    def against_reference(q, k, v, mask, what: str) -> None:
+        got, want = run(q, k, v, mask), references.multi_head(Tensor(q), Tensor(k), Tensor(v), H, mask).data
+        if got.shape != want.shape:
+            raise Fail(f"{what}: output of shape {got.shape}, expected (B, Tq, C) = {want.shape}")
+        if not close(got, want, rtol=1e-9):
+            finite = bool(np.all(np.isfinite(got)))
+            codes = ([c for c, p in predictions(q, k, v, H, mask) if close(got, p, rtol=1e-9)][:1] if finite
+                     else ["attention_exp_overflows"])
+            raise Fail(f"{what}: the output differs from the reference" + ("" if finite else " (nan or inf)"),
+                       forward_detail(f"{what}, q, k, v {q.shape}, {H} heads", {}, got, want), codes)
+
     def attend() -> str:
         for mask in (None, np.tri(T, dtype=bool)):
             q, k, v = (rng.normal(0, 1, (B, T, H * D)) for _ in range(3))
-            m = None if mask is None else Tensor(mask)
-            out = sub.multi_head_attention(Tensor(q), Tensor(k), Tensor(v), H, m)
-            got = _data(out, "multi_head_attention")
-            want = references.multi_head(Tensor(q), Tensor(k), Tensor(v), H, mask).data
-            if got.shape != want.shape or not close(got, want):
-                split = [references.split_heads(Tensor(t), H) for t in (q, k, v)]
-                heads = references.attention(*split, mask=mask)  # (B, H, T, D)
-                codes = ["heads_merged_wrong"] if close(got, heads.data.reshape(B, T, H * D)) else []
-                raise Fail(f"{'causal mask' if mask is not None else 'no mask'}: the output differs from the "
-                           "reference", diagnosis=codes)
+            against_reference(q, k, v, mask, "no mask" if mask is None else "causal mask")
         return "with and without a causal mask"
 
     def independent() -> None:
         q, k, v = (rng.normal(0, 1, (B, T, H * D)) for _ in range(3))
-        base = sub.multi_head_attention(Tensor(q), Tensor(k), Tensor(v), H).data
+        base = run(q, k, v)
         q2 = q.copy()
         q2[..., :D] += 1.0  # change head 0's queries only
-        after = sub.multi_head_attention(Tensor(q2), Tensor(k), Tensor(v), H).data
-        if not np.allclose(base[..., D:], after[..., D:]):
+        after = run(q2, k, v)
+        if base.shape != after.shape or not close(base[..., D:], after[..., D:], rtol=1e-9):
+            codes = [c for c, p in predictions(q, k, v, H, None) if close(base, p, rtol=1e-9)][:1]
             raise Fail("changing head 0's queries changes the output features of other heads: the heads mix",
-                       diagnosis=["heads_merged_wrong"])
+                       diagnosis=codes)
+
+    def large_scores() -> str:
+        # per-head scores q_h k_h^T / sqrt(D) of order 1000: exp overflows past 709
+        fixed = np.random.default_rng(100)  # its own seed: both batches have rows with a score past 709
+        q, k, v = (fixed.normal(0, scale, (B, T, H * D)) for scale in (30, 30, 1))
+        against_reference(q, k, v, None, "large scores (order 1000)")
+        return "scores of order 1000"
 
     def case(t: int) -> Case:
         return Case({n: rng.normal(0, 1, (1, t, 4)) for n in "qkv"}, {"num_heads": 2},
@@ -84,6 +131,7 @@ def checks(sub: Any) -> list[Check]:
             ("merge_heads: (B, H, T, D) -> (B, T, H*D), the inverse of split_heads", merge),
             ("multi_head_attention matches the reference", attend),
             ("each head sees only its own features", independent),
+            ("large scores (order 1000): the output stays finite and right", large_scores),
             *gradient_checks(sub.multi_head_attention, references.multi_head, case(2), [case(3)])]
 
 

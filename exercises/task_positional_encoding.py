@@ -1,4 +1,4 @@
-"""Exercise 11 · positional_encoding: the sinusoidal table, added to the embeddings."""
+"""Exercise 12 · positional_encoding: the sinusoidal table, added to the embeddings."""
 
 from __future__ import annotations
 
@@ -12,25 +12,37 @@ from minigrad.tensor import Tensor
 from .catalogue import Task
 from .diagnose import close
 from .grader import Check, Fail
-from .gradients import Case, gradient_checks
+from .gradients import Case, forward_detail, gradient_checks
+
+
+def _interleaved(sin_angle: np.ndarray, cos_angle: np.ndarray, swap: bool = False) -> np.ndarray:
+    """A table with sin(sin_angle) in the even columns and cos(cos_angle) in the odd ones (swap:
+    the other way round); the angles are (max_len, ceil(d / 2)) and (max_len, floor(d / 2))."""
+    first, second = (np.cos, np.sin) if swap else (np.sin, np.cos)
+    pe = np.zeros((sin_angle.shape[0], sin_angle.shape[1] + cos_angle.shape[1]))
+    pe[:, 0::2], pe[:, 1::2] = first(sin_angle), second(cos_angle)
+    return pe
 
 
 def predictions(max_len: int, d: int) -> list[tuple[str, np.ndarray]]:
-    """The classic table mistakes: sin and cos in each other's columns; i where 2i belongs."""
+    """The classic table mistakes: sin and cos in each other's columns; i where 2i belongs; the
+    column index j in the exponent (odd columns get another frequency than their pair's); the
+    sines and cosines in two halves [sin | cos]."""
     pos = np.arange(max_len, dtype=np.float64)[:, None]
-    two_i = np.arange(0, d, 2, dtype=np.float64)
-    swapped = np.zeros((max_len, d))
-    swapped[:, 0::2] = np.cos(pos / 10000 ** (two_i / d))
-    swapped[:, 1::2] = np.sin(pos / 10000 ** (two_i / d))[:, : d // 2]
-    half = np.zeros((max_len, d))
-    half[:, 0::2] = np.sin(pos / 10000 ** (two_i / 2 / d))
-    half[:, 1::2] = np.cos(pos / 10000 ** (two_i / 2 / d))[:, : d // 2]
-    return [("sin_cos_swapped", swapped), ("wrong_frequency", half)]
+    two_i, j = np.arange(0, d, 2, dtype=np.float64), np.arange(d, dtype=np.float64)
+    angle = pos / 10000 ** (two_i / d)  # (max_len, ceil(d / 2)): the pairs' angles
+    half_angle = pos / 10000 ** (two_i / 2 / d)
+    by_column = pos / 10000 ** (j / d)  # (max_len, d): each column's own exponent
+    halves = np.concatenate([np.sin(angle), np.cos(angle[:, : d // 2])], axis=1)
+    return [("sin_cos_swapped", _interleaved(angle, angle[:, : d // 2], swap=True)),
+            ("wrong_frequency", _interleaved(half_angle, half_angle[:, : d // 2])),
+            ("frequency_from_column", _interleaved(by_column[:, 0::2], by_column[:, 1::2])),
+            ("sin_cos_halves", halves)]
 
 
 def checks(sub: Any) -> list[Check]:
     def table() -> str:
-        for max_len, d in ((10, 8), (6, 7), (1, 2), (50, 16)):
+        for max_len, d in ((3, 4), (10, 8), (6, 7), (1, 2), (50, 16)):  # the first small enough to print
             got = np.asarray(sub.sinusoidal_table(max_len, d), dtype=np.float64)
             want = sinusoidal_table(max_len, d)
             if got.shape != want.shape:
@@ -39,8 +51,9 @@ def checks(sub: Any) -> list[Check]:
                 codes = [c for c, p in predictions(max_len, d) if close(got, p, rtol=1e-9)][:1]
                 wrong = int((~np.isclose(got, want)).sum())
                 raise Fail(f"sinusoidal_table({max_len}, {d}) differs from the formula at {wrong} of "
-                           f"{got.size} entries", diagnosis=codes)
-        return "4 sizes, odd d included"
+                           f"{got.size} entries",
+                           forward_detail(f"sinusoidal_table({max_len}, {d})", {}, got, want), codes)
+        return "5 sizes, odd d included"
 
     def properties() -> None:
         pe = np.asarray(sub.sinusoidal_table(64, 8), dtype=np.float64)
@@ -59,15 +72,30 @@ def checks(sub: Any) -> list[Check]:
         return x + Tensor(sinusoidal_table(8, x.shape[-1])[: x.shape[-2]])
 
     def added() -> None:
-        x = rng.normal(0, 1, (2, 5, 4))
-        got = student(Tensor(x))
-        if not isinstance(got, Tensor) or not close(got.data, reference(Tensor(x)).data):
-            raise Fail("add_positions(x, table) is not x + table[:T] for x of shape (2, 5, 4)")
+        for shape in ((1, 3, 4), (2, 5, 4)):  # the first small enough to print
+            x = rng.normal(0, 1, shape)
+            got, want = student(Tensor(x)), reference(Tensor(x)).data
+            if not isinstance(got, Tensor):
+                raise Fail(f"add_positions returned a {type(got).__name__}, not a Tensor")
+            if not close(got.data, want):
+                raise Fail(f"add_positions(x, table) is not x + table[:T] for x of shape {shape}",
+                           forward_detail(f"x {shape}, table (8, {shape[-1]})", {"x": x}, got.data, want))
+
+    def in_graph() -> None:
+        x = Tensor(rng.normal(0, 1, (2, 3, 4)), requires_grad=True)
+        before = x.data.copy()
+        out = student(x)
+        if not np.array_equal(x.data, before):
+            raise Fail("add_positions changes its input x (x.data) instead of returning a new Tensor")
+        if not out.requires_grad:
+            raise Fail("the result of add_positions is not connected to x in the graph: no gradient "
+                       "reaches x (the embeddings)", diagnosis=["graph_cut_through_data"])
 
     worked = Case({"x": rng.normal(0, 1, (3, 4))}, label="x (3, 4)")
     return [("sinusoidal_table matches the formula", table),
             ("every pair is a sine and a cosine of one angle; positions are distinct", properties),
             ("add_positions adds the first T rows", added),
+            ("add_positions keeps x in the graph (the gradient reaches it)", in_graph),
             *gradient_checks(student, reference, worked, [Case({"x": rng.normal(0, 1, (2, 5, 3))})])]
 
 

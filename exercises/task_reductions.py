@@ -1,8 +1,8 @@
-"""Exercise 3 · reductions: sum, mean and max over one axis (ties split as the library does)."""
+"""Exercise 4 · reductions: sum, mean and max over one axis (ties split as the library does)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -10,13 +10,17 @@ from minigrad.tensor import Tensor
 
 from . import references
 from .catalogue import Task
+from .diagnose import Mistake
 from .grader import Check, Fail
-from .gradients import Case, gradient_checks, random_shapes
+from .gradients import Case, forward_detail, gradient_checks, random_shapes
 
 
 def _cases(seed: int) -> list[Case]:
     rng = np.random.default_rng(seed)
-    out = []
+    # First a middle axis dropped (keepdim=False): g then lacks that axis, and numpy lines it up
+    # with the trailing axes of x (wrong numbers when square, an error otherwise).
+    out = [Case({"x": rng.permutation(np.linspace(-2, 2, int(np.prod(s)))).reshape(s)}, {"dim": 1},
+                f"x {s}, dim 1 (dropped)") for s in ((3, 3), (2, 3, 4))]
     for shape in random_shapes(5, seed=seed):
         dim = int(rng.integers(-len(shape), len(shape)))
         # distinct values: no accidental ties, where a max is not differentiable
@@ -26,6 +30,32 @@ def _cases(seed: int) -> list[Case]:
     return out
 
 
+def mistakes_of(name: str) -> Callable[[Case, np.ndarray, dict], list[Mistake]]:
+    """The mistakes of one op's backward, predicted from the inputs and g."""
+
+    def mistakes(case: Case, g: np.ndarray, ref: dict) -> list[Mistake]:
+        x, dim, keepdim = case.inputs["x"], case.options["dim"], case.options.get("keepdim", False)
+        win = x == x.max(axis=dim, keepdims=True)
+        count = win.sum(axis=dim, keepdims=True)
+        kept = g if keepdim else np.expand_dims(g, dim)
+        out = []
+        if name == "Max":
+            first = np.zeros_like(x)
+            np.put_along_axis(first, np.expand_dims(x.argmax(axis=dim), dim), kept, axis=dim)
+            out += [Mistake("max_tie_to_first", {"x": first}),
+                    Mistake("max_tie_not_split", {"x": kept * win})]
+        if not keepdim:
+            try:  # g without the reduced axis: numpy aligns it with the trailing axes of x
+                flat = np.broadcast_to(g, x.shape)
+            except ValueError:
+                return out
+            wrong = {"Sum": flat, "Mean": flat / x.shape[dim], "Max": flat * win / count}[name]
+            out.append(Mistake("reduced_axis_not_restored", {"x": wrong}))
+        return out
+
+    return mistakes
+
+
 def checks(sub: Any) -> list[Check]:
     ops = {"Sum": (sub.Sum, references.reduce_sum, np.sum),
            "Mean": (sub.Mean, references.reduce_mean, np.mean),
@@ -33,13 +63,16 @@ def checks(sub: Any) -> list[Check]:
     rng = np.random.default_rng(3)
 
     def forward() -> str:
-        x = rng.normal(0, 1, (2, 3, 4))
+        x = rng.normal(0, 1, (2, 2, 3))
         for name, (op, _, fn) in ops.items():
             for dim in (0, -1):
                 for keepdim in (False, True):
                     got = op.apply(Tensor(x), dim=dim, keepdim=keepdim).data
-                    if not np.allclose(got, fn(x, axis=dim, keepdims=keepdim)):
-                        raise Fail(f"{name}: the forward differs from numpy's (it is given: restore it)")
+                    want = fn(x, axis=dim, keepdims=keepdim)
+                    if got.shape != want.shape or not np.allclose(got, want):
+                        label = f"{name}, x (2, 2, 3), dim {dim}, keepdim={keepdim}"
+                        raise Fail(f"{name}: the forward differs from numpy's (it is given: restore it)",
+                                   detail=forward_detail(label, {"x": x}, got, want))
         return "3 ops, 2 axes, keepdim both ways"
 
     tied = np.array([[0.5, 2.0, 2.0, -1.0], [1.0, -3.0, 0.0, 0.25], [3.0, 1.5, -2.0, 3.0]])
@@ -50,7 +83,7 @@ def checks(sub: Any) -> list[Check]:
     out: list[Check] = [("forward matches numpy", forward)]
     for i, (name, (op, ref, _)) in enumerate(ops.items()):
         out += gradient_checks(lambda x, _op=op, **o: _op.apply(x, **o), ref, worked[name], _cases(i),
-                               op, None, must_reduce=True, prefix=f"{name}: ")
+                               op, mistakes_of(name), must_reduce=True, prefix=f"{name}: ")
     return out
 
 

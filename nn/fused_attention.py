@@ -265,7 +265,8 @@ class Attention(Function):
                                        weights_out=weights_out)
         ctx.save_for_backward(*saved)
         ctx.scale, ctx.masked, ctx.dropout_p = scale, allowed is not None, dropout_p
-        ctx.small_mask = allowed if allowed is not None and allowed.size <= SMALL_MASK else None  # for drawings
+        # (for drawings)
+        ctx.small_mask = allowed if allowed is not None and allowed.size <= SMALL_MASK else None
         return out
 
     @staticmethod

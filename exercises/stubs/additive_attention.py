@@ -1,4 +1,4 @@
-"""Exercise 12 · additive_attention: Bahdanau's alignment score, for the RNN decoder.
+"""Exercise 13 · additive_attention: Bahdanau's alignment score, for the RNN decoder.
 
 An RNN decoder at step i attends over the encoder's annotations k_j (the keys, also the
 values): it scores each one against its state q_i with a small network, normalises the scores
@@ -10,6 +10,8 @@ with a softmax, and takes the weighted average as its context:
 Shapes: query (B, Tq, Dq) (Tq = 1 for one decoder step), keys (B, Tk, Dk), values (B, Tk, Dv);
 w_q (hidden, Dq), w_k (hidden, Dk), v (hidden,); mask: bool, broadcasting to (B, Tq, Tk).
 Returns (context (B, Tq, Dv), weights (B, Tq, Tk)).
+A query with no allowed key gets weights 0 and context 0 (minigrad's softmax of a row that is
+all -inf gives 0, not nan).
 
 Use Tensor operations: `x @ w.transpose(0, 1)` projects the last axis, `x.unsqueeze(dim)`
 adds a size-1 axis so that (B, Tq, 1, hidden) + (B, 1, Tk, hidden) broadcasts to every pair,

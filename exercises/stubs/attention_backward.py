@@ -1,4 +1,4 @@
-"""Exercise 9 · attention_backward: dQ, dK and dV through the softmax (the heart of the course).
+"""Exercise 10 · attention_backward: dQ, dK and dV through the softmax (the heart of the course).
 
 Scaled dot-product attention, with the forward given below:
     S = Q K^T * c                 c = 1 / sqrt(d), d the size of a query (the last axis of q)

@@ -1,4 +1,4 @@
-"""Exercise 8 · attention_forward: scaled dot-product attention with a mask.
+"""Exercise 9 · attention_forward: scaled dot-product attention with a mask.
 
     S = Q K^T / sqrt(d)              d: the size of a query (the last axis of q)
     S_ij = -inf where mask_ij is False         (True = query i may attend to key j)

@@ -1,4 +1,4 @@
-"""Exercise 15 · backprop_engine: the engine itself, the chain rule over a whole graph.
+"""Exercise 3 · backprop_engine: the engine itself, the chain rule over a whole graph.
 
 Every other exercise writes one node's backward; here the nodes are given and you write what
 calls them. A `Node` holds its value `data` (a numpy array), the nodes it was computed from

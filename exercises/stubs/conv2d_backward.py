@@ -1,4 +1,4 @@
-"""Exercise 14 · conv2d_backward: the forward and backward of a 2-D convolution, as in CNNs.
+"""Exercise 15 · conv2d_backward: the forward and backward of a 2-D convolution, as in CNNs.
 
 Deep-learning "convolution" (torch.nn.functional.conv2d) is a cross-correlation: the kernel is
 slid over the (zero-padded) input as it is, not flipped. With x_pad the input padded by

@@ -1,4 +1,4 @@
-"""Exercise 5 · cross_entropy: log-softmax and the negative log-likelihood, fused, averaged over
+"""Exercise 6 · cross_entropy: log-softmax and the negative log-likelihood, fused, averaged over
 the batch: the loss every classifier and language model in the course trains with.
 
 For N rows of logits x (N, C) and their classes t (N,) (integers in 0..C-1):

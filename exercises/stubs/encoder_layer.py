@@ -1,4 +1,4 @@
-"""Exercise 13 · encoder_layer: the post-norm transformer layer of the lecture.
+"""Exercise 14 · encoder_layer: the post-norm transformer layer of the lecture.
 
 One layer mixes the tokens with self-attention, then processes each token with a two-layer
 MLP; each part has a residual connection and a layer norm after it (post-norm, as in the

@@ -1,4 +1,4 @@
-"""Exercise 6 · layer_norm_backward: the three-term backward of layer norm.
+"""Exercise 7 · layer_norm_backward: the three-term backward of layer norm.
 
 Layer norm normalises each row (the last axis, n features) to mean 0 and variance 1, then
 scales and shifts it (the forward is given below):

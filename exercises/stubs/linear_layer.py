@@ -1,4 +1,4 @@
-"""Exercise 7 · linear_layer: a Module with parameters, and their initialisation.
+"""Exercise 8 · linear_layer: a Module with parameters, and their initialisation.
 
     y = x W^T + b        x (..., in_features) -> y (..., out_features)
     W: (out_features, in_features),  b: (out_features,)         (PyTorch's layout)

@@ -1,4 +1,4 @@
-"""Exercise 10 · multi_head: split into heads, attend, merge the heads back.
+"""Exercise 11 · multi_head: split into heads, attend, merge the heads back.
 
 Multi-head attention runs H attentions side by side on slices of the features. With C features
 and H heads, each head gets D = C / H of them:

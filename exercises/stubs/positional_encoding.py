@@ -1,4 +1,4 @@
-"""Exercise 11 · positional_encoding: the sinusoidal table of "Attention Is All You Need".
+"""Exercise 12 · positional_encoding: the sinusoidal table of "Attention Is All You Need".
 
 Attention is permutation-equivariant: shuffle the tokens and the outputs just shuffle too, so
 "dog bites man" = "man bites dog". The lecture adds a position vector to each embedding,

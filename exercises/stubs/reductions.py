@@ -1,4 +1,4 @@
-"""Exercise 3 · reductions: the backward of sum, mean and max over one axis.
+"""Exercise 4 · reductions: the backward of sum, mean and max over one axis.
 
 Each op reduces x over the axis `dim`, dropping it (keepdim=False) or keeping it with size 1
 (keepdim=True); the forwards are given below.

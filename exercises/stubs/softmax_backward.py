@@ -1,4 +1,4 @@
-"""Exercise 4 · softmax_backward: backprop through the softmax.
+"""Exercise 5 · softmax_backward: backprop through the softmax.
 
 The softmax turns a row of scores s into weights that are positive and sum to 1:
     a_j = exp(s_j) / sum_k exp(s_k)                      (over the last axis)

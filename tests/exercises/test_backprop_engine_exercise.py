@@ -1,4 +1,4 @@
-"""Exercise 15, backprop_engine: the grader's reference engine against minigrad's autograd and
+"""Exercise 3, backprop_engine: the grader's reference engine against minigrad's autograd and
 PyTorch on the grader's graphs, the stub's given ops against central differences, and the
 messages of the engine mistakes that have no diagnosis code."""
 
@@ -98,7 +98,7 @@ def test_the_stub_filled_with_the_reference_passes(tmp_path):
     report = grade("backprop_engine", student_file(tmp_path, "backprop_engine", body))
     assert report.passed, report.text()
     assert len(report.checks) == 8 and "10002 nodes" in report.text()
-    assert TASKS["backprop_engine"].number == 15
+    assert TASKS["backprop_engine"].number == 3
 
 
 def failure(tmp_path, body):

@@ -1,4 +1,4 @@
-"""Exercise 14, conv2d_backward: its numpy reference against PyTorch (values and gradients, over
+"""Exercise 15, conv2d_backward: its numpy reference against PyTorch (values and gradients, over
 hypothesis configurations), the reference's input errors, a third way of writing the backward
 (the correlation of the stride-dilated g with the flipped kernel) that the grader must accept,
 and the known mistakes' predictions, none of which may equal the right answer."""

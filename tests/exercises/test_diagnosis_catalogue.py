@@ -65,3 +65,16 @@ def test_list_codes_prints_the_catalogue(capsys):
     for code, d in CATALOGUE.items():
         assert f"{code}: {d.title}" in out
         assert " ".join(d.hint.split()[:6]) in " ".join(out.split())
+
+
+def test_docs_diagnoses_md_is_what_the_script_writes():
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("docs_diagnoses", root / "docs" / "diagnoses.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    text = script.generate()
+    assert (root / "docs" / "diagnoses.md").read_text() == text, "run python docs/diagnoses.py"
+    for code in CATALOGUE:
+        assert f"**`{code}`**" in text

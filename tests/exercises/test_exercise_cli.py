@@ -2,6 +2,7 @@
 fails with "not implemented yet" (exit 1), `start` writes the stub and never overwrites, `list`
 shows each task's status, `--json` has the documented schema, and `check()` works in a notebook."""
 
+import importlib
 import json
 import shutil
 import time
@@ -26,6 +27,10 @@ def test_the_catalogue_follows_the_course_order():
     assert [t.number for t in TASKS.values()] == list(range(1, 16))
     for task in TASKS.values():
         assert "raise NotImplementedError" in task.stub() and f"check {task.name}" in task.stub()
+        module = importlib.import_module(f"minigrad.exercises.task_{task.name}")
+        for text in (task.stub(), module.__doc__):  # the number each file states is its place
+            assert text.lstrip('"').startswith(f"Exercise {task.number} · {task.name}:"), text[:60]
+    assert TASKS["backprop_engine"].number == 3  # early: right after the first two local backwards
 
 
 @pytest.mark.parametrize("action", ["start", "check"])
@@ -90,7 +95,7 @@ def test_list_shows_each_task_with_its_status(capsys, tmp_path):
     code, out = run(capsys, "list", "--dir", str(tmp_path))
     status = {line.split()[1]: line for line in out.splitlines() if line[:3].strip().rstrip(".").isdigit()}
     assert code == 0 and list(status) == list(TASKS)
-    assert " 4. softmax_backward" in status["softmax_backward"] and "passed" in status["softmax_backward"]
+    assert " 5. softmax_backward" in status["softmax_backward"] and "passed" in status["softmax_backward"]
     assert "not implemented yet" in status["attention_forward"]
     assert "not started" in status["attention_backward"]
     (tmp_path / "softmax_backward.py").write_text("# changed\n")
@@ -160,8 +165,8 @@ TRAINS = [name for name, task in TASKS.items() if task.train is not None]
 
 
 def test_the_transformer_pieces_can_train():
-    assert TRAINS == ["softmax_backward", "cross_entropy", "layer_norm_backward", "attention_forward",
-                      "attention_backward", "backprop_engine"]
+    assert TRAINS == ["backprop_engine", "softmax_backward", "cross_entropy", "layer_norm_backward",
+                      "attention_forward", "attention_backward"]
 
 
 @pytest.mark.slow
