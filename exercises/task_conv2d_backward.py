@@ -36,10 +36,10 @@ def cases() -> list[Case]:
 
 def small_cases() -> list[Case]:
     """The forward's first cases, small enough to print whole (at most 16 numbers an array):
-    stride 1 without padding, then stride 2 with padding, then two channels in and out."""
+    stride 1 without padding, stride 2 with padding (one channel, then two in and out), a batch of 2."""
     rng = np.random.default_rng(3)
     return [_case(rng, (1, 1, 3, 3), (1, 1, 2, 2), 1, 0), _case(rng, (1, 1, 4, 4), (1, 1, 2, 2), 2, 1),
-            _case(rng, (1, 2, 2, 3), (2, 2, 2, 2), 1, 1)]
+            _case(rng, (1, 2, 2, 3), (2, 2, 2, 2), 2, 1), _case(rng, (2, 1, 2, 3), (2, 1, 2, 2), 1, 0)]
 
 
 # ----------------------------------------------------------------------------- the mistakes

@@ -3,7 +3,10 @@
 
 from pathlib import Path
 
+import pytest
+
 from minigrad.exercises import TASKS
+from minigrad.exercises.diagnoses import HINTS
 
 
 def student_file(tmp_path: Path, task: str, body: str | list[str]) -> str:
@@ -23,3 +26,16 @@ def student_file(tmp_path: Path, task: str, body: str | list[str]) -> str:
 def failed(report) -> list[str]:
     """The names of the checks a report failed, in order."""
     return [c.name for c in report.checks if not c.passed]
+
+
+def wrong_cases(rows: list[tuple]) -> list:
+    """A WRONG table's rows (task, code, body) as pytest parameters, each with a readable id."""
+    return [pytest.param(*row, id=f"{row[0]}-{row[1]}-{i}") for i, row in enumerate(rows)]
+
+
+def assert_names_exactly(report, code: str) -> None:
+    """The report fails (not merely unfinished), names `code` and no other, and prints its hint."""
+    assert not report.passed and not report.not_implemented
+    assert report.diagnosis == [code], report.text()
+    text = report.text()
+    assert f"diagnosis: {code}" in text and HINTS[code].split()[0] in text
