@@ -99,7 +99,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--steps", type=int, default=30)
-    p.add_argument("--configs", nargs="+", default=["standard", "long"])
+    p.add_argument("--configs", nargs="*", default=["standard", "long"],
+                   help="the steps to time (none: only --train)")
     p.add_argument("--no-sharing", action="store_true", help="skip the busy-neighbour runs")
     p.add_argument("--train", action="store_true", help="also time `minigrad train gpt` (minutes)")
     args = p.parse_args()
