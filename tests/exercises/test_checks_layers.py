@@ -28,7 +28,7 @@ from test_diagnoses_layers import (
     WRONG,
     linear,
 )
-from wrongfile import failed, student_file
+from wrongfile import assert_fails_exactly, edited_file
 
 from minigrad.exercises import TASKS, grade
 from minigrad.exercises.instructor import check_names
@@ -221,25 +221,9 @@ ROWS = [
 ]
 
 
-def build(tmp_path: Path, task: str, body: object, edits: list[tuple[str, str]]) -> str:
-    """The student file of `body`, with `edits` applied to the code the stub gives."""
-    path = Path(student_file(tmp_path, task, body))
-    text = path.read_text()
-    for old, new in edits:
-        assert text.count(old) == 1, old
-        text = text.replace(old, new)
-    path.write_text(text)
-    return str(path)
-
-
 @pytest.mark.parametrize("task, body, edits, fails, codes", [pytest.param(*r[1:], id=r[0]) for r in ROWS])
 def test_each_check_fails_exactly_the_files_it_should(tmp_path, task, body, edits, fails, codes):
-    report = grade(task, build(tmp_path, task, body, edits))
-    assert not report.not_implemented
-    got = failed(report)
-    assert len(got) == len(fails) and all(n.startswith(f) for n, f in zip(got, fails)), report.text()
-    if codes is not None:
-        assert report.diagnosis == codes, report.text()
+    assert_fails_exactly(grade(task, edited_file(tmp_path, task, body, edits)), fails, codes)
 
 
 @pytest.mark.parametrize("task", sorted(RIGHT))
@@ -261,12 +245,12 @@ def test_the_init_statistics_do_not_depend_on_the_order_of_the_draws(tmp_path):
     # The bias drawn before the weight gets other numbers from the generator: still inside every tolerance.
     body = linear(INIT.split("\n", 1)[1], "\n".join(reversed(INIT.split("\n")[1:])))
     assert body[0].index("self.bias") < body[0].index("self.weight")
-    report = grade("linear_layer", build(tmp_path, "linear_layer", body, []))
+    report = grade("linear_layer", edited_file(tmp_path, "linear_layer", body, []))
     assert report.passed, report.text()
 
 
 def test_the_mean_tolerance_is_what_fails_a_shifted_weight(tmp_path):
-    report = grade("linear_layer", build(tmp_path, "linear_layer", folded(10), []))
+    report = grade("linear_layer", edited_file(tmp_path, "linear_layer", folded(10), []))
     check = next(c for c in report.checks if c.name == INIT_W)
     assert not check.passed and "has mean 0" in check.message
     assert check.message.startswith("weight: mean 0.00")

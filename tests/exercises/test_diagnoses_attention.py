@@ -3,6 +3,7 @@ additive_attention): for every mistake a wrong student file, which the grader mu
 exactly that code; and the forward's worked case shown beside a failing forward check."""
 
 import pytest
+from test_exercise_diagnoses import ADDITIVE
 from wrongfile import assert_names_exactly, failed, student_file, wrong_cases
 
 from minigrad.exercises import grade
@@ -41,13 +42,6 @@ if mask is not None:
 e = s.exp()
 return merge_heads(e / e.sum(dim=-1, keepdim=True) @ vh)"""
 
-ADDITIVE = """q = (query @ w_q.transpose(0, 1)).unsqueeze(2)
-k = (keys @ w_k.transpose(0, 1)).unsqueeze(1)
-e = (q + k).tanh() @ v
-if mask is not None:
-    e = e.masked_fill(~mask, -math.inf)
-a = e.softmax(dim=-1)
-return a @ values, a"""
 
 # (task, code, body): body fills the stub's `raise NotImplementedError` lines (wrongfile.student_file);
 # (body, (old, new)) also edits the stub's given code.

@@ -4,17 +4,12 @@ test reads), and the forward worked case of a Linear without its bias. The right
 also the starting point of test_checks_layers.py's files."""
 
 import pytest
+from test_exercise_diagnoses import DIV, MUL, SUM_TO_SHAPE
 from wrongfile import assert_names_exactly, failed, student_file, wrong_cases
 
 from minigrad.exercises import grade
 
 # ----------------------------------------------------------------------------- right bodies
-SUM_TO_SHAPE = """lead = len(grad.shape) - len(shape)
-grad = grad.sum(axis=tuple(range(lead))) if lead else grad
-axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
-return grad.sum(axis=axes, keepdims=True) if axes else grad"""
-MUL = "return sum_to_shape(g * b, a.shape), sum_to_shape(g * a, b.shape)"
-DIV = "return sum_to_shape(g / b, a.shape), sum_to_shape(-g * a / b**2, b.shape)"
 MUL_BROADCAST = [SUM_TO_SHAPE, MUL, DIV]
 MATMUL = "return unbroadcast(g @ b.swapaxes(-1, -2), a.shape), unbroadcast(a.swapaxes(-1, -2) @ g, b.shape)"
 EXPAND = "g = g if ctx.keepdim else np.expand_dims(g, ctx.dim)\n"

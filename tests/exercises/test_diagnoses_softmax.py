@@ -3,18 +3,11 @@ each code, a wrong student file the grader must fail with exactly that code (the
 catalogue test reads), plus the forward worked case and a matmul error that is not a `.T`."""
 
 import pytest
+from test_exercise_diagnoses import ADD, CE_BACKWARD, CE_FORWARD, TABLE
 from wrongfile import assert_names_exactly, failed, student_file, wrong_cases
 
 from minigrad.exercises import grade
 
-CE_FORWARD = """m = x.max(axis=-1, keepdims=True)
-logp = x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
-ctx.save_for_backward(logp, t)
-return -logp[np.arange(len(t)), t].mean()"""
-CE_BACKWARD = """logp, t = ctx.saved
-dx = np.exp(logp)
-dx[np.arange(len(t)), t] -= 1
-return g * dx / len(t), None"""
 # The softmax taken with the max subtracted, and its log: right until a probability underflows.
 CE_LOG_OF_SOFTMAX = """m = x.max(axis=-1, keepdims=True)
 e = np.exp(x - m)
@@ -26,13 +19,6 @@ dx = p.copy()
 dx[np.arange(len(t)), t] -= 1
 return g * dx / len(t), None"""
 
-TABLE = """pos = np.arange(max_len)[:, None]
-angle = pos / 10000 ** (np.arange(0, d, 2) / d)
-pe = np.zeros((max_len, d))
-pe[:, 0::2] = np.sin(angle)
-pe[:, 1::2] = np.cos(angle[:, : d // 2])
-return pe"""
-ADD = "return x + Tensor(table[: x.shape[-2]])"
 TABLE_BY_COLUMN = """pos = np.arange(max_len)[:, None]
 angle = pos / 10000 ** (np.arange(d) / d)
 pe = np.zeros((max_len, d))

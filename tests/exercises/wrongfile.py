@@ -39,3 +39,25 @@ def assert_names_exactly(report, code: str) -> None:
     assert report.diagnosis == [code], report.text()
     text = report.text()
     assert f"diagnosis: {code}" in text and HINTS[code].split()[0] in text
+
+
+def edited_file(tmp_path: Path, task: str, body: object, edits: list[tuple[str, str]]) -> str:
+    """The student file of `body`, with `edits` (old, new) applied to the code the stub gives."""
+    path = Path(student_file(tmp_path, task, body))
+    text = path.read_text()
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    path.write_text(text)
+    return str(path)
+
+
+def assert_fails_exactly(report, fails: tuple, codes: list[str] | None) -> None:
+    """The report failed exactly the checks named (by prefix, in order), and no others; with
+    `codes`, its diagnosis is exactly those codes."""
+    assert not report.not_implemented
+    got = failed(report)
+    assert len(got) == len(fails) and all(n.startswith(f) for n, f in zip(got, fails)), report.text()
+    assert report.passed == (not fails)
+    if codes is not None:
+        assert report.diagnosis == codes, report.text()
