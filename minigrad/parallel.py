@@ -21,8 +21,9 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Sequence
 
-# Below this many elements of work, splitting costs more than it saves (measured with
-# benchmarks/parallel_kernels.py: GELU forward and backward, Adam steps).
+# Below this many elements of work, splitting costs more than it saves: on the 2-core VM of the
+# README a hand-off cost about 150 us, and np.tanh over 2**16 float32 took 215 us serially and
+# 252 us in two halves on two threads, over 2**18 elements 1214 us and 711 us.
 MIN_ELEMENTS = 2**17
 
 _threads = 1
