@@ -2,7 +2,8 @@
 
 The standard step: vocab 65, context 64, batch 16, 2 layers, 4 heads, d=64, MLP 256, GELU
 (tanh form), pre-norm, untied head, cross-entropy, Adam. `--config long` is the long-context
-step: context 1024, batch 2, 2 layers, 4 heads, d=128. Both frameworks start from the same
+step: context 1024, batch 2, 2 layers, 4 heads, d=128; `--config small` the small preset's
+(context 64, batch 12, 4 layers, 4 heads, d=128). Both frameworks start from the same
 weights and batch, and the script checks that they compute the same loss. Each framework runs
 in its own process, so that peak memory (RSS) is its own.
 
@@ -24,6 +25,7 @@ import numpy as np
 CONFIGS = {
     "standard": dict(V=65, T=64, B=16, LAYERS=2, HEADS=4, C=64),
     "long": dict(V=65, T=1024, B=2, LAYERS=2, HEADS=4, C=128),
+    "small": dict(V=65, T=64, B=12, LAYERS=4, HEADS=4, C=128),  # the small preset's sizes and batch
 }
 V, T, B, LAYERS, HEADS, C = CONFIGS["standard"].values()
 
@@ -157,7 +159,8 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--rounds", type=int, default=3, help="alternate the frameworks this many times")
     p.add_argument("--config", choices=list(CONFIGS), default="standard",
-                   help="standard (T=64, batch 16) or long (T=1024, batch 2, d=128)")
+                   help="standard (T=64, batch 16), long (T=1024, batch 2, d=128) or small (the "
+                        "small preset: T=64, batch 12, 4 layers, d=128)")
     p.add_argument("--only", choices=["minigrad", "torch"], help=argparse.SUPPRESS)
     args = p.parse_args()
     use_config(args.config)
