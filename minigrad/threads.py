@@ -37,8 +37,9 @@ def set_num_threads(n: int) -> None:
 
 def get_num_threads() -> int:
     """The thread count set by set_num_threads (else the largest among the loaded BLAS libraries)."""
-    blas = max((p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"), default=1)
-    return parallel.get_threads() if _limits is not None else blas
+    if _limits is not None:
+        return parallel.get_threads()
+    return max((p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"), default=1)
 
 
 def available_cores() -> int:

@@ -18,7 +18,7 @@ import numpy as np
 from minigrad import Tensor
 
 from .batchnorm_kernel import BatchNorm, batch_stats
-from .functional import _need_tensor, _where
+from .functional import _need_nc_input, _need_tensor, _where
 from .module import Module, Parameter
 
 
@@ -36,12 +36,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     Shape:
         input: (N, C, *); running_mean, running_var, weight, bias: (C,); output: like input.
     """
-    _need_tensor("batch_norm", "the input", input)
-    if input.ndim < 2:
-        raise ValueError(f"batch_norm: the input needs at least 2 dimensions (N, C, *), got shape "
-                         f"{input.shape}{_where()}")
-    if input.dtype.kind != "f":
-        raise TypeError(f"batch_norm: the input has dtype {input.dtype}; convert it with x.float()")
+    _need_nc_input("batch_norm", input)
     C = input.shape[1]
     for name, p in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
                     ("bias", bias)):

@@ -61,6 +61,16 @@ def _need_tensor(fn: str, what: str, x: Any) -> None:
         raise TypeError(f"{fn}: {what} is {kind}, not a Tensor{_where()}; wrap it with mg.tensor(...)")
 
 
+def _need_nc_input(fn: str, input: Any) -> None:
+    """The input of a per-channel norm: a float Tensor of at least 2 dimensions (N, C, *)."""
+    _need_tensor(fn, "the input", input)
+    if input.ndim < 2:
+        raise ValueError(f"{fn}: the input needs at least 2 dimensions (N, C, *), got shape "
+                         f"{input.shape}{_where()}")
+    if input.dtype.kind != "f":
+        raise TypeError(f"{fn}: the input has dtype {input.dtype}; convert it with x.float()")
+
+
 def _int_array(fn: str, what: str, t: Any) -> np.ndarray:
     """The integer array inside `t` (Tensor, array, list or int), or a TypeError naming fn."""
     arr = t.data if isinstance(t, Tensor) else np.asarray(t)

@@ -14,7 +14,7 @@ import numpy as np
 
 from minigrad import Tensor
 
-from .functional import _need_tensor, _where
+from .functional import _need_nc_input, _need_tensor, _where
 from .module import Module, Parameter
 
 
@@ -26,12 +26,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     Shape:
         input: (N, C, *); weight, bias: (C,); output: like input.
     """
-    _need_tensor("group_norm", "the input", input)
-    if input.ndim < 2:
-        raise ValueError(f"group_norm: the input needs at least 2 dimensions (N, C, *), got shape "
-                         f"{input.shape}{_where()}")
-    if input.dtype.kind != "f":
-        raise TypeError(f"group_norm: the input has dtype {input.dtype}; convert it with x.float()")
+    _need_nc_input("group_norm", input)
     N, C = input.shape[:2]
     if not isinstance(num_groups, int) or num_groups <= 0 or C % num_groups:
         raise ValueError(f"group_norm: the number of channels must be divisible by num_groups, but got "

@@ -96,8 +96,12 @@ def test_numpy_error_state_holds_in_the_workers(threads):
     x = np.full(8, 1e30, dtype=np.float32)
     with np.errstate(over="raise"), pytest.raises(FloatingPointError):
         parallel.run_pieces(lambda i: np.multiply(x[i:i + 1], x[i:i + 1]), [1] * 8)
-    with np.errstate(over="ignore"):  # and an ignored overflow warns nowhere
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught, np.errstate(over="ignore"):
+        warnings.simplefilter("always")
         parallel.run_pieces(lambda i: np.multiply(x[i:i + 1], x[i:i + 1]), [1] * 8)
+    assert not caught  # an overflow ignored in the caller warns in no worker either
 
 
 def test_set_threads_refuses_nonsense():

@@ -35,3 +35,20 @@ def gradcheck_module(module: Any, *inputs: Any, **kwargs: Any) -> bool:
         return module(*xs[:n], **kwargs)
 
     return mg.gradcheck(fn, list(inputs) + [p for _, p in named])
+
+
+def draw_affine(data: Any, channels: int, affine: str) -> tuple[Any, Any]:
+    """A norm's weight and bias for a gradcheck, as `affine` says ("none", "weight", "bias" or
+    "both"): weights in [0.5, 1.5], so no channel is switched off."""
+    from minigrad.testing import arrays
+
+    w = data.draw(arrays((channels,), 0.5, 1.5)) if affine in ("weight", "both") else None
+    b = data.draw(arrays((channels,))) if affine in ("bias", "both") else None
+    return w, b
+
+
+def affine_of(w: Any, b: Any, params: tuple) -> tuple[Any, Any]:
+    """(weight, bias) back from the gradchecked params, which hold only those drawn (w, b order)."""
+    it = iter(params)
+    return (next(it) if w is not None else None), (next(it) if b is not None else None)
+

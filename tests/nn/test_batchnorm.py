@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from modcheck import gradcheck_module
+from modcheck import affine_of, draw_affine, gradcheck_module
 
 import minigrad as mg
 import minigrad.nn as nn
@@ -42,14 +42,11 @@ def per_channel(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def test_batch_norm_training_gradcheck(shape, affine, data):
     x = data.draw(arrays(shape).filter(spread))
     C = shape[1]
-    w = data.draw(arrays((C,), 0.5, 1.5)) if affine in ("weight", "both") else None
-    b = data.draw(arrays((C,))) if affine in ("bias", "both") else None
+    w, b = draw_affine(data, C, affine)
     inputs = [x] + [p for p in (w, b) if p is not None]
 
     def fn(x, *params):
-        it = iter(params)
-        weight = next(it) if w is not None else None
-        bias = next(it) if b is not None else None
+        weight, bias = affine_of(w, b, params)
         return F.batch_norm(x, None, None, weight, bias, training=True)
 
     assert gradcheck(fn, inputs)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from modcheck import gradcheck_module
+from modcheck import affine_of, draw_affine, gradcheck_module
 
 import minigrad as mg
 import minigrad.nn as nn
@@ -41,14 +41,11 @@ def test_group_norm_gradcheck(case, affine, data):
     shape, groups = case
     x = data.draw(arrays(shape).filter(lambda a: spread(a, groups)))
     C = shape[1]
-    w = data.draw(arrays((C,), 0.5, 1.5)) if affine in ("weight", "both") else None
-    b = data.draw(arrays((C,))) if affine in ("bias", "both") else None
+    w, b = draw_affine(data, C, affine)
     inputs = [x] + [p for p in (w, b) if p is not None]
 
     def fn(x, *params):
-        it = iter(params)
-        weight = next(it) if w is not None else None
-        bias = next(it) if b is not None else None
+        weight, bias = affine_of(w, b, params)
         return F.group_norm(x, groups, weight, bias, eps=1e-5)
 
     assert gradcheck(fn, inputs)
