@@ -1,6 +1,6 @@
 """Thread scaling: the GPT step of gpt_step.py at 1 and 2 threads (minigrad and PyTorch, taking
-turns), the same step beside a process that keeps one core busy (BLAS's idle threads spinning
-for long, as by default, or briefly, as minigrad asks), and `minigrad train gpt` with
+turns), the same step beside a process that keeps one core busy (OpenBLAS's idle threads
+spinning long or briefly before they sleep), and `minigrad train gpt` with
 `--threads auto` (the default) against `--threads 1`.
 
     python benchmarks/threads.py                    # scaling and sharing, standard and long step
@@ -65,9 +65,10 @@ def sharing(config: str, rounds: int, steps: int) -> None:
     busy = subprocess.Popen([sys.executable, "-c", BUSY.format(seconds=3600)])
     try:
         time.sleep(0.5)
-        runs = {"2 threads, BLAS spin as by default": lambda: step_ms(
+        runs = {"2 threads, OPENBLAS_THREAD_TIMEOUT=28": lambda: step_ms(
                     "minigrad", 2, config, steps, {"OPENBLAS_THREAD_TIMEOUT": "28"}),
-                "2 threads, short BLAS spin (minigrad's)": lambda: step_ms("minigrad", 2, config, steps),
+                "2 threads, OPENBLAS_THREAD_TIMEOUT=4": lambda: step_ms(
+                    "minigrad", 2, config, steps, {"OPENBLAS_THREAD_TIMEOUT": "4"}),
                 "1 thread": lambda: step_ms("minigrad", 1, config, steps)}
         times = best_of(rounds, runs)
     finally:

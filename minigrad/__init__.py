@@ -5,9 +5,6 @@
     (x * x).sum().backward()     # x.grad == [2., 4.]
 """
 
-# isort: off
-from . import _blas_spin  # noqa: F401  (first, before numpy loads its BLAS: see _blas_spin.py)
-# isort: on
 import numpy as np
 
 from . import _source_tree, linalg, optim

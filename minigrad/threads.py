@@ -10,7 +10,6 @@ every step wait for it. `ThreadTuner` measures instead of guessing: it times a f
 each candidate count, keeps the fastest, and measures again every so often, so a run that starts
 sharing its cores moves to fewer threads (`minigrad train --threads auto`, the default).
 
-Idle BLAS threads spin before they sleep; minigrad/_blas_spin.py asks for a short spin.
 """
 
 from __future__ import annotations
