@@ -1,8 +1,9 @@
 """How many threads minigrad uses, and how `minigrad train` finds the fastest count.
 
-`set_num_threads(n)` gives numpy's BLAS (the matrix products) n threads and minigrad's own
-kernels n threads for their independent pieces (minigrad.parallel). The two never run at the
-same moment, so n threads are busy at most.
+`set_num_threads(n)` gives minigrad's kernels n threads for their independent pieces, the large
+matrix products' blocks of rows included (minigrad.parallel), and holds numpy's BLAS to one
+thread: its idle threads would spin on the cores the pieces need (the reasons, measured, are in
+minigrad.parallel's docstring). So n threads are busy at most, and none spins while idle.
 
 The fastest count depends on the model's sizes and on what else the machine is running: on small
 matrices a second thread saves little, and a thread whose core another process is using makes
@@ -26,11 +27,12 @@ _limits: Any = None  # kept alive: the limit holds while this object exists
 
 
 def set_num_threads(n: int) -> None:
-    """Let BLAS (matrix products) and minigrad's kernels use at most n threads."""
+    """Let minigrad's kernels, their matrix products included, use at most n threads (BLAS
+    itself runs on one: minigrad splits the products)."""
     global _limits
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"set_num_threads: need a whole number of threads, at least 1; got {n!r}")
-    _limits = threadpool_limits(limits=n, user_api="blas")
+    _limits = threadpool_limits(limits=1, user_api="blas")  # BLAS idle threads would spin
     parallel.set_threads(n)
 
 

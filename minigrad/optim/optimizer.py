@@ -8,7 +8,6 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 
 from ..autograd import enable_grad
-from ..parallel import run_pieces
 from ..tensor import Tensor
 from ..versions import bump
 
@@ -136,12 +135,13 @@ class Optimizer:
         todo = [(i, group, p) for i, group, p in self._indexed() if p.grad is not None]
         states = [self.state.get(i, {}) for i, _, _ in todo]
 
-        def update(k: int) -> None:  # each parameter's update is its own: they may run on several threads
-            _, group, p = todo[k]
-            self._update(p.data, p.grad, states[k], group)
-
+        # One parameter after another, on the calling thread. (Spread over two threads, Adam's
+        # step on the small preset's 818,176 parameters took 4.0-5.5 ms against 2.8-3.2 on one:
+        # its many small numpy calls spend more on handing the GIL between the threads than
+        # they gain.)
         try:
-            run_pieces(update, [p.data.size for _, _, p in todo])
+            for (_, group, p), state in zip(todo, states):
+                self._update(p.data, p.grad, state, group)
         finally:  # (after an error too: the parameters updated before it are changed)
             for (i, _, p), state in zip(todo, states):
                 bump(p.data)  # so a backward through a graph made before this step raises
