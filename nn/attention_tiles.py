@@ -93,7 +93,8 @@ class _Tiles:
     def first_scores(self, q_blk, kf, i0, i1):
         """S_i0 for the rows of q_blk (N, bq, 1), when key 0 is allowed for every query (no bool
         mask, diagonal at or above it) and finite: the reference `_fixed_reference`
-        (tiled_attention.py) sums against; else -inf."""
+        (tiled_attention.py) sums against; else -inf (for a head, when one of its S_i0 is not
+        finite)."""
         m = np.full(q_blk.shape[:2] + (1,), -np.inf, q_blk.dtype)
         if self.allowed is not None or (self.offset is not None and self.offset < 0) or self.tk == 0:
             return m
@@ -101,7 +102,21 @@ class _Tiles:
         if self.bias is not None:
             s04 = s0.reshape(self.lead + s0.shape[1:])
             s04 += _cut(self.bias, i0, i1, 0, 1)
-        return s0 if np.isfinite(s0).all() else m
+        s0[~np.isfinite(s0).all(axis=(1, 2))] = -np.inf  # per head: no reference there
+        return s0
+
+    def splits_heads(self) -> bool:
+        """Whether `heads` may cut the grid: more than one head, and masks the same for all."""
+        masks = [x for x in (self.bias, self.allowed) if x is not None]
+        return math.prod(self.lead) > 1 and all(math.prod(x.shape[:-2]) == 1 for x in masks)
+
+    def heads(self, a: int, b: int) -> _Tiles:
+        """The grid of heads a..b-1 alone (with buffers of its own, for another thread); only
+        when `splits_heads`."""
+        bias, allowed = (None if x is None else x.reshape(x.shape[-2:]) for x in (self.bias, self.allowed))
+        part = _Tiles((b - a,), self.tq, self.tk, bias, allowed, self.offset, self.bq, self.bk, self.dtype)
+        part._diagonals = self._diagonals  # the causal tiles' masks: the same for every head
+        return part
 
     def buffer(self, which, shape):
         """A contiguous array of `shape` (at most one tile) in reusable buffer 0 or 1."""

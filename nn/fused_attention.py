@@ -10,11 +10,13 @@ may attend) is stated in `minigrad.nn.attention`. Long sequences go to the tiled
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from minigrad import Function
+from minigrad.parallel import run_spans
 from minigrad.random import generator
 
 from .attention_tiles import _LOG2E, _with_column
@@ -135,26 +137,76 @@ def attention_backward(g: np.ndarray, saved: tuple, scale: float, needs: tuple) 
     need_bias = len(needs) > 3 and needs[3]
     if total is not None:
         g = g * (1 / total)  # A = E / l: see `attention_forward`
-    dq = dk = dv = ds = None
-    if need_v:
-        dv = _T(e if keep is None else e * keep) @ g  # 1. dV = P^T g
-    if need_q or need_k or need_bias:
-        # = rowsum(dA * A), see 3.; a matmul with ones sums short rows ~6x faster than .sum
-        rowsum = (g * out) @ np.ones((out.shape[-1], 1), out.dtype)
-        if keep is None:
-            ds = _with_column(g, -rowsum) @ _with_column_t(v, 1)  # 1. and 3.: dA - rowsum
-        else:
-            ds = g @ _with_column_t(v, None)  # 1. dP = g V^T
-            ds *= keep  # 2. dA = dP * keep
-            ds -= rowsum
-        ds *= e  # 3. dS = A * (dA - rowsum(dA * A)), in place
-        if need_q:
-            dq = ds @ k  # 4. dQ = dS K * scale
-            dq *= dq.dtype.type(scale)
-        if need_k:
-            dk = _T(ds) @ q  # 4. dK = dS^T Q * scale
-            dk *= dk.dtype.type(scale)
+    lead, (tq, tk) = np.broadcast_shapes(e.shape[:-2], g.shape[:-2]), e.shape[-2:]
+    dtype = np.result_type(e, g)
+    # Each gradient over all the lead axes (the engine sums those an input was broadcast along);
+    # dS gets an array of its own only when it is returned, the bias's gradient.
+    grads = [np.empty(lead + (tq, q.shape[-1]), dtype) if need_q else None,
+             np.empty(lead + k.shape[-2:], dtype) if need_k else None,
+             np.empty(lead + v.shape[-2:], dtype) if need_v else None,
+             np.empty(lead + (tq, tk), dtype) if need_bias else None]
+
+    def rows(a: int, b: int) -> None:  # batch rows a..b-1
+        cut = [_rows(x, a, b, len(lead)) for x in (g, q, k, v, e, keep, out)]
+        _backward_rows(*cut, scale, *(_rows(x, a, b, len(lead)) for x in grads))
+
+    _by_batch(rows, lead, tq * tk)
+    dq, dk, dv, ds = grads
     return (dq, dk, dv, ds if need_bias else None)[:len(needs)]
+
+
+def _backward_rows(g, q, k, v, e, keep, out, scale, dq, dk, dv, ds) -> None:
+    """The four steps of `attention_backward`'s docstring, written into dq, dk, dv and ds, those
+    not None (dS into a temporary when ds is None and dq or dk needs it)."""
+    if dv is not None:
+        _matmul_into(_T(e if keep is None else e * keep), g, dv)  # 1. dV = P^T g
+    if dq is None and dk is None and ds is None:
+        return
+    # = rowsum(dA * A), see 3.; a matmul with ones sums short rows ~6x faster than .sum
+    rowsum = (g * out) @ np.ones((out.shape[-1], 1), out.dtype)
+    if ds is None:
+        ds = np.empty(np.broadcast_shapes(e.shape, g.shape[:-1] + (1,)), np.result_type(e, g))
+    if keep is None:
+        _matmul_into(_with_column(g, -rowsum), _with_column_t(v, 1), ds)  # 1. and 3.: dA - rowsum
+    else:
+        _matmul_into(g, _with_column_t(v, None), ds)  # 1. dP = g V^T
+        ds *= keep  # 2. dA = dP * keep
+        ds -= rowsum
+    ds *= e  # 3. dS = A * (dA - rowsum(dA * A)), in place
+    if dq is not None:
+        _matmul_into(ds, k, dq)  # 4. dQ = dS K * scale
+        dq *= dq.dtype.type(scale)
+    if dk is not None:
+        _matmul_into(_T(ds), q, dk)  # 4. dK = dS^T Q * scale
+        dk *= dk.dtype.type(scale)
+
+
+def _by_batch(rows, lead: tuple[int, ...], scores: int) -> None:
+    """rows(a, b) over runs of the first batch axis, one run per thread (minigrad.parallel), or
+    rows(0, n) at once: every step of the kernel is per batch row, so the results do not depend
+    on how the rows are grouped. Inputs of 2-D arrays (no batch axis) go whole. `scores` is
+    Tq * Tk, the work per head."""
+    if not lead:
+        rows(0, 1)
+        return
+    run_spans(rows, [math.prod(lead[1:]) * scores] * lead[0])
+
+
+def _rows(x, a: int, b: int, nd: int):
+    """Batch rows a..b-1 of x, an array over the lead axes nd (+ its last two): x itself when x
+    is None, has no such axis (fewer dimensions: it broadcasts from the right) or broadcasts
+    along it (size 1)."""
+    if x is None or x.ndim < nd + 2 or nd == 0 or x.shape[0] == 1:
+        return x
+    return x[a:b]
+
+
+def _matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out = a @ b, in place when the product has out's shape, else broadcast into it."""
+    if np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) == out.shape[:-2]:
+        np.matmul(a, b, out=out)
+    else:
+        out[...] = a @ b
 
 
 def _max_weights(q, k, bias, allowed, scale) -> np.ndarray:
@@ -199,6 +251,25 @@ def _first_key_weights(q, k, v, allowed, scale):
         return None
     if allowed is not None and not allowed[..., 0].all():
         return None
+    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
+                               *(() if allowed is None else (allowed.shape[:-2],)))
+    e = np.empty(lead + (q.shape[-2], tk), q.dtype)
+    acc = np.empty(lead + (q.shape[-2], v.shape[-1] + 1), q.dtype)  # [E V, l]
+    ok = []
+
+    def rows(a: int, b: int) -> None:  # batch rows a..b-1
+        cut = [_rows(x, a, b, len(lead)) for x in (q, k, v, allowed)]
+        ok.append(_first_key_rows(*cut, scale, _rows(e, a, b, len(lead)), _rows(acc, a, b, len(lead))))
+
+    _by_batch(rows, lead, q.shape[-2] * tk)
+    if not all(ok):
+        return None
+    total = acc[..., -1:]
+    return e, acc[..., :-1] * (1 / total), total
+
+
+def _first_key_rows(q, k, v, allowed, scale, e: np.ndarray, acc: np.ndarray) -> bool:
+    """E and [E V, l] of `_first_key_weights`, written into e and acc; False on an overflow."""
     qc = q * q.dtype.type(scale * _LOG2E)  # S log2(e) = qc K^T
     # One query (a generated token against a KV cache): copying K and V with their extra
     # columns would cost more than the products it speeds up, so multiply by views instead
@@ -206,26 +277,21 @@ def _first_key_weights(q, k, v, allowed, scale):
     one_query = q.shape[-2] == 1
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught below
         if one_query:
-            e = qc @ _T(k)
+            _matmul_into(qc, _T(k), e)
             e -= e[..., :1]  # (S - S_i0) log2(e)
         else:
             first = qc @ _T(k[..., :1, :])  # (..., Tq, 1): S_i0 log2(e)
-            e = _with_column(qc, -first) @ _with_column_t(k, 1)  # (S - S_i0) log2(e)
+            _matmul_into(_with_column(qc, -first), _with_column_t(k, 1), e)  # (S - S_i0) log2(e)
         np.exp2(e, out=e)
         if allowed is not None:
-            if np.broadcast_shapes(allowed.shape, e.shape) == e.shape:
-                np.multiply(e, allowed, out=e)
-            else:
-                e = e * allowed
+            np.multiply(e, allowed, out=e)
         if one_query:
-            out, total = e @ v, e.sum(axis=-1, keepdims=True)
+            np.matmul(e, v, out=acc[..., :-1])
+            np.sum(e, axis=-1, keepdims=True, out=acc[..., -1:])
         else:
-            acc = e @ _with_column(v, 1)  # [E V, l]
-            out, total = acc[..., :-1], acc[..., -1:]
+            _matmul_into(e, _with_column(v, 1), acc)  # [E V, l]
     # (total <= bound) is False for NaN too; the checks read (Tq, dv) arrays, not (Tq, Tk).
-    if not (total <= _max_total(total.dtype)).all() or not np.isfinite(out).all():
-        return None
-    return e, out * (1 / total), total
+    return bool((acc[..., -1:] <= _max_total(acc.dtype)).all() and np.isfinite(acc[..., :-1]).all())
 
 
 def _max_total(dtype: np.dtype) -> float:

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from minigrad import Function
+from minigrad.parallel import run_spans
 
 from .attention_tiles import _LOG2E, _append_t, _Tiles, _with_column
 
@@ -60,6 +61,31 @@ def tiled_forward(q, k, v, bias=None, allowed=None, causal_offset=None, *, scale
     tiles = _Tiles(lead, tq, tk, bias, allowed, causal_offset, block_q, block_k, dtype)
     acc_l = np.zeros(qf.shape[:2] + (dv + 1,), dtype)  # (N, Tq, dv + 1): [acc, l] per row
     lse = np.zeros(qf.shape[:2] + (1,), dtype)  # (N, Tq, 1), L
+
+    def heads(a: int, b: int) -> None:  # heads a..b-1: each head's rows are its own
+        part = tiles if (a, b) == (0, qf.shape[0]) else tiles.heads(a, b)
+        _forward_heads(qf[a:b], kf[a:b], vf[a:b], part, scale, acc_l[a:b], lse[a:b])
+        part.release()
+
+    _by_heads(heads, tiles, qf.shape[0])
+    out = np.ascontiguousarray(acc_l[:, :, :dv])
+    tiles.shapes = (q.shape, k.shape, v.shape)  # for the gradients' shapes
+    return out.reshape(lead + (tq, dv)), (qf, kf, vf, out, lse), tiles
+
+
+def _by_heads(heads, tiles: _Tiles, n: int) -> None:
+    """heads(a, b) over runs of the N = B*H heads, one run per thread (minigrad.parallel), when the
+    masks are the same for every head (else all N at once): every step of both passes is per
+    head, so the results do not depend on how the heads are grouped."""
+    if tiles.splits_heads():
+        run_spans(heads, [tiles.tq * tiles.tk] * n)
+    else:
+        heads(0, n)
+
+
+def _forward_heads(qf, kf, vf, tiles: _Tiles, scale: float, acc_l: np.ndarray, lse: np.ndarray) -> None:
+    """The loop of `tiled_forward`'s docstring over some heads: fills their [acc, l] and L."""
+    dtype, dv = qf.dtype, vf.shape[-1]
     # A column of ones after V makes P [V, 1] = [P V, rowsum(P)]: the sum l rides along in
     # the matmul instead of costing a pass over P. And [Q*scale, -m] [K, 1]^T = S - m: the
     # shortcut below gets S - m straight from the matmul (with 0 for -m, plain S).
@@ -68,29 +94,27 @@ def tiled_forward(q, k, v, bias=None, allowed=None, causal_offset=None, *, scale
         acc = acc_l[:, i0:i1]
         qi = qf[:, i0:i1] * dtype.type(scale)  # Q_I * scale
         m = tiles.first_scores(qi, kf, i0, i1)  # (N, bq, 1): -inf, or S_i0 (below)
-        if not _fixed_reference(tiles, acc, m, qi, k1t, v1, i0, i1):
-            acc[...], m[...] = 0, -np.inf  # 1.
+        ok = _fixed_reference(tiles, acc, m, qi, k1t, v1, i0, i1)  # per head
+        if not ok.all():  # redo the heads the shortcut failed, with the steps of the docstring
+            acc_r, m_r = np.zeros_like(acc), np.full_like(m, -np.inf)  # 1.
             q_0 = _with_column(qi, 0)  # [Q_I * scale, 0] [K_J, 1]^T = S_IJ
             for j0, j1 in tiles.key_blocks(i0, i1):
                 s = tiles.scores(q_0, tiles.key_tile(k1t, j0, j1), i0, i1, j0, j1)
                 if s is None:
                     continue  # every score of the tile is masked
-                m_new = np.maximum(m, s.max(axis=-1, keepdims=True))  # 2. the running max
+                m_new = np.maximum(m_r, s.max(axis=-1, keepdims=True))  # 2. the running max
                 m_safe = np.where(np.isfinite(m_new), m_new, 0)  # a row all -inf so far: 0, no NaN
                 s -= m_safe
                 np.exp(s, out=s)  # P
-                acc *= np.exp(m - m_safe)  # the correction c; exp(-inf) = 0 when nothing came before
-                acc += s @ v1[:, j0:j1]  # acc = c acc + P V,  l = c l + rowsum(P)
-                m[...] = m_new
+                acc_r *= np.exp(m_r - m_safe)  # the correction c; exp(-inf) = 0 when nothing came before
+                acc_r += s @ v1[:, j0:j1]  # acc = c acc + P V,  l = c l + rowsum(P)
+                m_r[...] = m_new
+            acc[~ok], m[~ok] = acc_r[~ok], m_r[~ok]
         total = acc[:, :, dv:].copy()
         empty = total == 0  # a row with nothing allowed: O = 0, L = 0 (never used)
         total[empty] = 1
         acc[:, :, :dv] /= total  # 3.
         lse[:, i0:i1] = np.where(empty, 0, m + np.log(total))
-    out = np.ascontiguousarray(acc_l[:, :, :dv])
-    tiles.release()
-    tiles.shapes = (q.shape, k.shape, v.shape)  # for the gradients' shapes
-    return out.reshape(lead + (tq, dv)), (qf, kf, vf, out, lse), tiles
 
 
 def tiled_backward(g: np.ndarray, saved: tuple, tiles: _Tiles, scale: float, needs: tuple) -> tuple:
@@ -119,12 +143,38 @@ def tiled_backward(g: np.ndarray, saved: tuple, tiles: _Tiles, scale: float, nee
     lead, (q_shape, k_shape, v_shape) = tiles.lead, tiles.shapes
     need_q, need_k, need_v = needs[:3]
     need_bias = len(needs) > 3 and needs[3]
-    need_ds = need_q or need_k or need_bias
     g = np.ascontiguousarray(g.reshape(out.shape), dtype=out.dtype)  # (N, Tq, dv)
     dq = np.zeros_like(qf) if need_q else None
     dk = np.zeros_like(kf) if need_k else None  # keys no query sees keep 0
     dv = np.zeros_like(vf) if need_v else None
     dbias = np.zeros(tiles.bias.shape, out.dtype) if need_bias else None
+    n = qf.shape[0]
+
+    def heads(a: int, b: int) -> None:
+        part = tiles if (a, b) == (0, n) else tiles.heads(a, b)
+        cut = [None if x is None else x[a:b] for x in (dq, dk, dv)]
+        _backward_heads(g[a:b], qf[a:b], kf[a:b], vf[a:b], out[a:b], lse[a:b], part, scale, *cut, dbias)
+        part.release()
+
+    if need_bias:  # the heads share dbias: all at once
+        heads(0, n)
+    else:
+        _by_heads(heads, tiles, n)
+    tiles.release()
+    for x in (dq, dk):
+        if x is not None:
+            x *= x.dtype.type(scale)
+    grads = tuple(None if x is None else x.reshape(lead + shape[-2:])
+                  for x, shape in ((dq, q_shape), (dk, k_shape), (dv, v_shape)))
+    if len(needs) > 3:
+        return grads + (None if dbias is None else dbias.reshape(tiles.bias_shape),)
+    return grads
+
+
+def _backward_heads(g, qf, kf, vf, out, lse, tiles: _Tiles, scale: float, dq, dk, dv, dbias) -> None:
+    """The loop of `tiled_backward`'s docstring over some heads: adds their gradients into dq,
+    dk, dv (and dbias), those not None (dq and dk without the factor scale)."""
+    need_ds = dq is not None or dk is not None or dbias is not None
     # Two more columns fold the subtractions into the matmuls: [Q*scale, -L] [K, 1]^T = S - L
     # and [g, -D] [V, 1]^T = dA - D, so no pass over a tile is spent on them.
     d_row = np.einsum("nik,nik->ni", g, out)[..., None]  # D = rowsum(g * O), (N, Tq, 1)
@@ -135,38 +185,29 @@ def tiled_backward(g: np.ndarray, saved: tuple, tiles: _Tiles, scale: float, nee
     # Key blocks outside, query blocks inside: see the docstring.
     with np.errstate(over="ignore"):  # only masked scores can overflow in exp, and are then set to 0
         for j0, j1 in tiles.key_blocks(0, tiles.tq):
-            dk_j = np.zeros((kf.shape[0], j1 - j0, kf.shape[2]), kf.dtype) if need_k else None
-            dv_j = np.zeros((vf.shape[0], j1 - j0, vf.shape[2]), vf.dtype) if need_v else None
+            dk_j = np.zeros((kf.shape[0], j1 - j0, kf.shape[2]), kf.dtype) if dk is not None else None
+            dv_j = np.zeros((vf.shape[0], j1 - j0, vf.shape[2]), vf.dtype) if dv is not None else None
             for i0, i1 in tiles.query_blocks_seeing(j0):
                 a = tiles.exp_scores(q_l[:, i0:i1], tiles.key_tile(k1t, j0, j1), i0, i1, j0, j1)
                 if a is None:
                     continue  # A_IJ = exp(S_IJ - L_I), recomputed; None: every score masked
-                if need_v:
+                if dv is not None:
                     dv_j += a.transpose(0, 2, 1) @ g[:, i0:i1]  # 1. dV_J += A_IJ^T g_I
                 if not need_ds:
                     continue
                 ds = tiles.buffer(1, a.shape)
                 np.matmul(g_d[:, i0:i1], tiles.key_tile(v1t, j0, j1), out=ds)  # 1. dA_IJ - D_I
                 ds *= a  # 3. dS = A * (dA - D)
-                if need_bias:
+                if dbias is not None:
                     tiles.add_bias_grad(dbias, ds, i0, i1, j0, j1)
-                if need_q:
+                if dq is not None:
                     dq[:, i0:i1] += ds @ kf[:, j0:j1]  # 4. dQ_I += dS K_J (* scale, below)
-                if need_k:
+                if dk is not None:
                     dk_j += ds.transpose(0, 2, 1) @ qf[:, i0:i1]  # 4. dK_J += dS^T Q_I (* scale)
-            if need_k:
+            if dk is not None:
                 dk[:, j0:j1] = dk_j
-            if need_v:
+            if dv is not None:
                 dv[:, j0:j1] = dv_j
-    tiles.release()
-    for x in (dq, dk):
-        if x is not None:
-            x *= x.dtype.type(scale)
-    grads = tuple(None if x is None else x.reshape(lead + shape[-2:])
-                  for x, shape in ((dq, q_shape), (dk, k_shape), (dv, v_shape)))
-    if len(needs) > 3:
-        return grads + (None if dbias is None else dbias.reshape(tiles.bias_shape),)
-    return grads
 
 
 class TiledAttention(Function):
@@ -207,20 +248,23 @@ class TiledAttention(Function):
         return tiled_backward(g, ctx.saved, ctx.tiles, ctx.scale, ctx.needs_input_grad)
 
 
-def _fixed_reference(tiles, acc, m, q_blk, k1t, v1, i0, i1) -> bool:
+def _fixed_reference(tiles, acc, m, q_blk, k1t, v1, i0, i1) -> np.ndarray:
     """[acc, l] of query rows I over all their key blocks against a fixed m, without the pass
-    over each tile that finds its max; False when that was not safe (an overflow), for the
-    caller to start the rows again with the steps of `tiled_forward`'s docstring.
+    over each tile that finds its max; returns, per head (N,), whether that was safe: where it
+    was not (an overflow, or no reference), the caller starts the head's rows again with the
+    steps of `tiled_forward`'s docstring.
 
     Any reference works in place of the max as long as exp neither overflows nor loses the row:
     l and acc are both taken against m, and O = acc / l does not depend on it. Here m is S_i0,
     one of the row's own scores (`_Tiles.first_scores`, when key 0 is allowed for every row), so
     l >= 1 and exp(S - m) can only lose terms negligible next to l. If some score rises so far
     above m that exp overflows, acc or l comes out inf or NaN, and the check at the end sees it.
-    Per tile this leaves one matmul, one exp and one matmul, without a pass for the max.
+    Per tile this leaves one matmul, one exp and one matmul, without a pass for the max. The
+    check is per head, so that a head's result never depends on the heads computed beside it.
     """
-    if not np.isfinite(m).all():  # some row has no reference score
-        return False
+    ok = np.isfinite(m).all(axis=(1, 2))  # a head with no reference score fails
+    if not ok.any():
+        return ok
     q_m = _with_column(q_blk, -m)  # [Q_I * scale, -m] [K_J, 1]^T = S_IJ - m, from the matmul itself
     q_m *= _LOG2E  # for `exp_scores`
     part = None
@@ -231,7 +275,7 @@ def _fixed_reference(tiles, acc, m, q_blk, k1t, v1, i0, i1) -> bool:
                 continue  # all masked: nothing to add
             part = np.matmul(p, v1[:, j0:j1], out=part)  # [P V, rowsum(P)]; one buffer for the rows
             acc += part
-        return bool(np.isfinite(acc).all())
+        return ok & np.isfinite(acc).all(axis=(1, 2))
 
 
 def _flat(x: np.ndarray, lead: tuple[int, ...], dtype) -> np.ndarray:
