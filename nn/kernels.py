@@ -11,8 +11,9 @@ import math
 
 import numpy as np
 
+from minigrad import parallel
 from minigrad.autograd import Function
-from minigrad.parallel import run_pieces
+from minigrad.parallel import run_spans
 
 from ._erf import erf, erf_float32
 from .lookup_kernels import Dropout, Embedding, scatter_add_rows, scatter_add_rows_reference  # noqa: F401
@@ -54,7 +55,7 @@ class Linear(Function):
     @staticmethod
     def forward(ctx, x, weight, bias=None):
         x2 = x.reshape(-1, x.shape[-1])  # (rows, in)
-        y = x2 @ weight.T  # (rows, out)
+        y = parallel.matmul(x2, weight.T)  # (rows, out); x2 @ weight.T, over the threads
         if bias is not None:
             y += bias
         ctx.save_for_backward(x2, weight)
@@ -66,8 +67,8 @@ class Linear(Function):
         x2, weight = ctx.saved
         g2 = g.reshape(-1, weight.shape[0])  # (rows, out)
         needs = ctx.needs_input_grad
-        dx = (g2 @ weight).reshape(ctx.in_shape) if needs[0] else None
-        dw = g2.T @ x2 if needs[1] else None
+        dx = parallel.matmul(g2, weight).reshape(ctx.in_shape) if needs[0] else None
+        dw = parallel.matmul(g2.T, x2) if needs[1] else None
         if len(needs) == 2:
             return dx, dw
         return dx, dw, (_col_sums(g2) if needs[2] else None)
@@ -130,8 +131,14 @@ class CrossEntropy(Function):
 # L2 cache (a few MiB), every pass reads them from memory again; done piece by piece, each
 # pass after the first finds its piece in cache. GELU (tanh) of (2, 1024, 512) float32, one
 # thread, forward + backward: 4.8 ms at once, 3.0 ms in pieces of 2**16 elements (2**14: 3.8,
-# 2**15: 3.3, 2**17: 3.2); of (16, 64, 256): 0.90 ms and 0.72 ms.
+# 2**15: 3.3, 2**17: 3.2); of (16, 64, 256): 0.90 ms and 0.72 ms. Layer norm's row blocks are
+# PIECE elements too.
 PIECE = 2**16
+# GELU's chunks: on two threads, every numpy call of a chunk also hands the GIL between the
+# threads, and on the VM of the README a hand-off can cost tens of microseconds. GELU (tanh)
+# of (2, 1024, 512), forward + backward, best of 5: one thread 8.9 ms in chunks of 2**18
+# elements, 9.4 in chunks of 2**16; two threads 6.0 and 11.3 ms.
+CHUNK = 2**18
 
 
 # ----------------------------------------------------------------------------- layer norm
@@ -160,7 +167,7 @@ class LayerNorm(Function):
         w = None if weight is None else weight.reshape(-1)
         b = None if bias is None else bias.reshape(-1)
         for r in _row_blocks(x2):
-            _normalize_rows(x2[r], x.dtype.type(eps), x_hat[r], rstd[r])
+            _normalize_rows(x2[r], x.dtype.type(eps), x_hat[r], rstd[r], y[r] if y.dtype == x.dtype else None)
             if w is None:
                 y[r] = x_hat[r]
             else:
@@ -190,15 +197,18 @@ class LayerNorm(Function):
         return (dx, dw, db)[: len(needs)]
 
 
-def _normalize_rows(x: np.ndarray, eps, x_hat: np.ndarray, rstd: np.ndarray) -> None:
-    """x_hat = (x - mu) / sqrt(var + eps) and rstd = 1 / sqrt(var + eps) of rows x, in place.
+def _normalize_rows(x: np.ndarray, eps, x_hat: np.ndarray, rstd: np.ndarray,
+                    scratch: np.ndarray | None) -> None:
+    """x_hat = (x - mu) / sqrt(var + eps) and rstd = 1 / sqrt(var + eps) of rows x, in place;
+    scratch, when given, is an array of x's shape and dtype to square into (the caller's output
+    block: no allocation).
 
     (x - mu)^2 overflows for |x| past about sqrt(max) (1.8e19 in float32): var would be inf and
     x_hat 0. Checked on the (rows, 1) variances, not assumed: such rows are redone scaled
     (`_normalize_rows_scaled`), which costs ordinary rows nothing."""
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught just below
         np.subtract(x, _row_means(x), out=x_hat)  # x - mu
-        var = _row_means(np.square(x_hat))
+        var = _row_means(np.square(x_hat, out=scratch))
     big = ~np.isfinite(var[:, 0])
     var += eps
     np.sqrt(var, out=rstd)
@@ -256,16 +266,18 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 def _by_pieces(fn, inputs: tuple[np.ndarray, ...], outputs: tuple[np.ndarray, ...]) -> None:
     """fn(*input pieces, *output pieces) over matching pieces of same-size arrays: flat views
     of contiguous arrays, so the pieces are contiguous too (0-d arrays are one piece). The
-    pieces are independent, so large arrays are spread over the threads (minigrad.parallel)."""
+    pieces are independent, so large arrays are spread over the threads (minigrad.parallel),
+    in runs of PIECE-sized pieces for balance; each thread does its run CHUNK elements at a
+    time. fn is elementwise, so the cut changes no result."""
     flat = [a.reshape(-1) for a in inputs + outputs]
     size = flat[0].size
-    starts = range(0, max(size, 1), PIECE)
 
-    def piece(k: int) -> None:
-        i = starts[k]
-        fn(*(a[i:i + PIECE] for a in flat))
+    def run(start: int, stop: int) -> None:
+        lo, hi = start * PIECE, min(stop * PIECE, size)
+        for i in range(lo, max(hi, lo + 1), CHUNK):  # (a 0-d array: one chunk of 1)
+            fn(*(a[i:min(i + CHUNK, hi)] for a in flat))
 
-    run_pieces(piece, [min(PIECE, size - i) for i in starts])
+    run_spans(run, [min(PIECE, size - i) for i in range(0, max(size, 1), PIECE)])
 
 
 def _gelu_tanh(x: np.ndarray, t: np.ndarray, y: np.ndarray) -> None:
