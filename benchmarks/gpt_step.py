@@ -64,10 +64,14 @@ def saved_bytes(loss) -> int:
     return total
 
 
-def run_minigrad(steps: int, threads: int) -> dict:
+def run_minigrad(steps: int, threads: int, blas_threads: int | None = None) -> dict:
     import minigrad as mg
 
     mg.set_num_threads(threads)
+    if blas_threads is not None:  # BLAS's own threads as well (not minigrad's way: see threads.py)
+        from threadpoolctl import threadpool_limits
+
+        limits = threadpool_limits(blas_threads, user_api="blas")  # noqa: F841 (held while it lives)
     model = minigrad_model()
     opt = mg.optim.Adam(model.parameters(), lr=1e-3)
     x, y = (mg.tensor(a) for a in batch())
@@ -162,11 +166,14 @@ def main() -> None:
                    help="standard (T=64, batch 16), long (T=1024, batch 2, d=128) or small (the "
                         "small preset: T=64, batch 12, 4 layers, d=128)")
     p.add_argument("--only", choices=["minigrad", "torch"], help=argparse.SUPPRESS)
+    p.add_argument("--blas-threads", type=int, help=argparse.SUPPRESS)  # (benchmarks/threads.py)
     args = p.parse_args()
     use_config(args.config)
     if args.only:  # child process: one framework, results as JSON
-        run = run_minigrad if args.only == "minigrad" else run_torch
-        print(json.dumps(run(args.steps, args.threads)))
+        if args.only == "minigrad":
+            print(json.dumps(run_minigrad(args.steps, args.threads, args.blas_threads)))
+        else:
+            print(json.dumps(run_torch(args.steps, args.threads)))
         return
     # The frameworks take turns for --rounds rounds and each keeps its best round: on a shared
     # machine a slow spell then hits both alike instead of one of them.

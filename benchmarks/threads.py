@@ -1,7 +1,7 @@
 """Thread scaling: the GPT step of gpt_step.py at 1 and 2 threads (minigrad and PyTorch, taking
-turns), the same step beside a process that keeps one core busy (OpenBLAS's idle threads
-spinning long or briefly before they sleep), and `minigrad train gpt` with
-`--threads auto` (the default) against `--threads 1`.
+turns), the same step beside a process that keeps one core busy (minigrad's way, BLAS on one
+thread, against also giving BLAS two threads, whose idle threads spin), and `minigrad train gpt`
+with `--threads auto` (the default) against `--threads 1`.
 
     python benchmarks/threads.py                    # scaling and sharing, standard and long step
     python benchmarks/threads.py --train            # and the wall clock of `minigrad train gpt`
@@ -24,10 +24,10 @@ STEP = os.path.join(HERE, "gpt_step.py")
 BUSY = "import time\nt = time.time()\nwhile time.time() - t < {seconds}: pass\n"
 
 
-def step_ms(name: str, threads: int, config: str, steps: int, env: dict | None = None) -> float:
+def step_ms(name: str, threads: int, config: str, steps: int, blas_threads: int | None = None) -> float:
     cmd = [sys.executable, STEP, "--only", name, "--threads", str(threads), "--steps", str(steps),
-           "--config", config]
-    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+           "--config", config] + ([] if blas_threads is None else ["--blas-threads", str(blas_threads)])
+    done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"{name} failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])["ms"]
@@ -65,10 +65,8 @@ def sharing(config: str, rounds: int, steps: int) -> None:
     busy = subprocess.Popen([sys.executable, "-c", BUSY.format(seconds=3600)])
     try:
         time.sleep(0.5)
-        runs = {"2 threads, OPENBLAS_THREAD_TIMEOUT=28": lambda: step_ms(
-                    "minigrad", 2, config, steps, {"OPENBLAS_THREAD_TIMEOUT": "28"}),
-                "2 threads, OPENBLAS_THREAD_TIMEOUT=4": lambda: step_ms(
-                    "minigrad", 2, config, steps, {"OPENBLAS_THREAD_TIMEOUT": "4"}),
+        runs = {"2 threads": lambda: step_ms("minigrad", 2, config, steps),
+                "2 threads, and 2 BLAS threads": lambda: step_ms("minigrad", 2, config, steps, 2),
                 "1 thread": lambda: step_ms("minigrad", 1, config, steps)}
         times = best_of(rounds, runs)
     finally:

@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]'")
 
 import numpy as np  # noqa: E402
-from hypothesis import given, settings  # noqa: E402
+from hypothesis import assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import minigrad as mg  # noqa: E402
@@ -171,6 +171,10 @@ def test_state_dict_round_trip_mid_run_continues_identically(name, kwargs, tmp_p
        weight_decay=st.sampled_from([0.0, 0.01, 0.5]), momentum=st.sampled_from([0.0, 0.3, 0.9]),
        centered=st.booleans())
 def test_rmsprop_drawn_hyperparameters_match_torch(lr, alpha, eps, weight_decay, momentum, centered):
+    # Centered with alpha near 0, the variance v - avg^2 is g^2 - g^2: zero up to rounding, its
+    # sign left to the last bit of two differently rounded products (PyTorch's addcmul, numpy's
+    # multiply), so both can be right and disagree (a NaN from sqrt against a huge step).
+    assume(not centered or alpha >= 0.05)
     kwargs = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                   centered=centered)
     run_both("RMSprop", kwargs, tol=1e-9, steps=8)
