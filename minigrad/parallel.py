@@ -14,7 +14,8 @@ instead (`matmul`), for two reasons measured on the 2-core VM of the README:
   - OpenBLAS's idle threads spin for about 0.1 s after every product before they sleep (a
     process burned 0.11 s of CPU during a 0.3 s sleep after one), on the very cores the
     workers need: inside a training step at T = 1024 the attention's backward, split over
-    the heads, took 67 ms with a two-thread BLAS beside it and 39 ms without.
+    the heads, took 67 ms with BLAS's idle threads spinning and 39 ms with them put to sleep
+    at once (OPENBLAS_THREAD_TIMEOUT=4).
   - Two threads' products each asking for BLAS's two threads oversubscribe the cores: the
     tiled attention at (B, H, T, D) = (2, 4, 1024, 32), forward and backward, took 97-154 ms
     so, 64-67 ms with one BLAS thread each, and 97-111 ms on one thread alone.
@@ -41,10 +42,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-# Below this many elements of work, splitting costs more than it saves: on the 2-core VM of the
-# README np.tanh over 2**16 float32 took 215 us serially and 252 us in two halves on two
-# threads, over 2**18 elements 1214 us and 711 us.
-MIN_ELEMENTS = 2**17
+# Below this many elements of work, splitting costs more than it saves. Alone, np.tanh over 2**18
+# float32 took 1214 us serially and 711 us in halves on two threads; but inside a training step,
+# where a sleeping worker's core has gone idle, the standard step's GELU and attention (2**18
+# elements each) on two threads made the step slower (28.7 ms against 25.1, benchmarks/threads.py);
+# from 2**19 on they stay serial and two threads cost the step nothing (22.2 against 21.9 ms).
+MIN_ELEMENTS = 2**19
 # A matrix product is split from this many multiply-adds (m * k * n) on, in blocks of ROW_BLOCK
 # rows. Float32, one BLAS thread, whole against split in two halves on two threads, on the same
 # VM: (1024, 64) x (64, 192) 397 and 442 us; (1024, 64) x (64, 256) 516 and 452; (768, 128) x
