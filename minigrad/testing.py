@@ -1,5 +1,6 @@
 """Hypothesis strategies for testing ops: shapes, broadcastable shapes, arrays, tensors, the
-`dim` argument of reductions, attention cases (q, k, v and a mask) and 2-d pooling cases.
+`dim` argument of reductions, attention cases (q, k, v and a mask) and 2-d pooling cases; and
+`split_threads`, for testing kernels' parallel paths on tiny inputs.
 
 The test suite uses these, and students can too:
 
@@ -14,7 +15,8 @@ hypothesis, the `test` extra: pip install "minigrad[test]".
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import contextlib
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -167,3 +169,21 @@ def pool_cases(draw: Any, dilate: bool = True, max_kernel: int = 3, max_stride: 
                     for k, d, p in zip(kernel, dilation, padding))
     shape = (draw(st.integers(1, max_batch)), draw(st.integers(1, max_batch))) + spatial
     return shape, kernel, stride, padding, dilation, draw(st.booleans())
+
+
+@contextlib.contextmanager
+def split_threads(n: int, row_block: int = 3, products: bool = True) -> Iterator[None]:
+    """Inside the block, n threads that split work whatever its size (products too, in blocks of
+    `row_block` rows, unless products=False), so that tiny test inputs take the parallel paths
+    of minigrad.parallel; after it, one thread and the thresholds as they were."""
+    from . import parallel
+
+    saved = parallel.MIN_ELEMENTS, parallel.MIN_PRODUCT, parallel.ROW_BLOCK
+    parallel.MIN_ELEMENTS, parallel.ROW_BLOCK = 0, row_block
+    parallel.MIN_PRODUCT = 0 if products else 2**62
+    try:
+        parallel.set_threads(n)
+        yield
+    finally:
+        parallel.MIN_ELEMENTS, parallel.MIN_PRODUCT, parallel.ROW_BLOCK = saved
+        parallel.set_threads(1)

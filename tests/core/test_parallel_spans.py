@@ -2,7 +2,6 @@
 raises a run's error after all have finished and holds BLAS to one thread meanwhile; matmul
 gives np.matmul's bits for any thread count; set_threads leaves no waiting worker behind."""
 
-import contextlib
 import threading
 import time
 
@@ -14,20 +13,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from minigrad import parallel
+from minigrad.testing import split_threads
 
-
-@contextlib.contextmanager
-def threads(n):
-    """n threads that split whatever the size (tiny products too, in blocks of 3 rows); then
-    back to one thread and the thresholds as they were."""
-    saved = parallel.MIN_ELEMENTS, parallel.MIN_PRODUCT, parallel.ROW_BLOCK
-    parallel.MIN_ELEMENTS, parallel.MIN_PRODUCT, parallel.ROW_BLOCK = 0, 0, 3
-    try:
-        parallel.set_threads(n)
-        yield
-    finally:
-        parallel.MIN_ELEMENTS, parallel.MIN_PRODUCT, parallel.ROW_BLOCK = saved
-        parallel.set_threads(1)
+threads = split_threads  # n threads that split whatever the size
 
 
 @pytest.fixture

@@ -2,34 +2,22 @@
 one-block kernel) give the 1-thread outputs and gradients to the bit, for any thread count,
 with masks, bias, broadcasting and extreme scores; the fast paths still match the reference."""
 
-import contextlib
+import functools
 
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
 import minigrad as mg
-from minigrad import parallel
 from minigrad.nn.functional_attention import (
     attention_reference,
     packed_self_attention,
     scaled_dot_product_attention,
     tiled_attention,
 )
-from minigrad.testing import attention_grads
+from minigrad.testing import attention_grads, split_threads
 
-
-@contextlib.contextmanager
-def threads(n):
-    """n threads that split whatever the size; then one thread and the thresholds as they were."""
-    saved = parallel.MIN_ELEMENTS, parallel.MIN_PRODUCT, parallel.ROW_BLOCK
-    parallel.MIN_ELEMENTS = 0
-    try:
-        parallel.set_threads(n)
-        yield
-    finally:
-        parallel.MIN_ELEMENTS, parallel.MIN_PRODUCT, parallel.ROW_BLOCK = saved
-        parallel.set_threads(1)
+threads = functools.partial(split_threads, products=False)  # whatever the size; products whole
 
 
 def _same_for_all_threads(fn, q, k, v, mask, g, counts=(1, 2, 3), **options):
