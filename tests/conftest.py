@@ -12,7 +12,7 @@ settings.register_profile("dev", max_examples=50, **common)
 settings.register_profile("thorough", max_examples=500, **common)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
-# BLAS threads cost more than they save on the tiny matrices of the tests.
+# Threads cost more than they save on the tiny arrays of the tests.
 import minigrad  # noqa: E402
 
 minigrad.set_num_threads(1)

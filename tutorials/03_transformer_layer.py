@@ -254,7 +254,7 @@ assert cross_w.shape == (1, nhead, T, S)
 # a tiled kernel that never stores the N x N matrix, tutorial 12; the work stays O(N^2).)
 
 # %%
-mg.set_num_threads(1)  # BLAS threads cost more than they save at these sizes, and make timings noisy
+mg.set_num_threads(1)  # more threads cost more than they save at these sizes, and make timings noisy
 rng = np.random.default_rng(0)
 print("    N   attention matrix   peak memory   time (ms)")
 cost = {}

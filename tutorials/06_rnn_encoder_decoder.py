@@ -48,7 +48,7 @@ from minigrad.viz import show, use_script_backend
 # show(fig) draws a figure inline in a notebook; a script draws off-screen and keeps the figures
 # only when MINIGRAD_FIGURES names a folder. Without matplotlib the pictures are skipped.
 HAVE_MATPLOTLIB = use_script_backend()
-mg.set_num_threads(1)  # small matrices: BLAS threads cost more than they save
+mg.set_num_threads(1)  # small matrices: more threads cost more than they save
 np.set_printoptions(precision=3, suppress=True)
 
 # %% [markdown]

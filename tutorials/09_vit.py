@@ -46,7 +46,7 @@ from minigrad.models.vit import ViT, ViTConfig, patchify
 from minigrad.viz import show, use_script_backend
 
 HAVE_MATPLOTLIB = use_script_backend()  # draw inline in a notebook, off-screen in a script
-mg.set_num_threads(1)  # small matrices: BLAS threads cost more than they save
+mg.set_num_threads(1)  # small matrices: more threads cost more than they save
 np.set_printoptions(precision=3, suppress=True)
 
 x_train, y_train, x_test, y_test = load_digits_split()  # (N, 8, 8) in [0, 1], labels 0..9

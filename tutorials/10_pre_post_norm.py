@@ -43,7 +43,7 @@ from minigrad.models.data import CharTokenizer, stdlib_corpus
 from minigrad.viz import show, use_script_backend
 
 HAVE_MATPLOTLIB = use_script_backend()  # draw inline in a notebook, off-screen in a script
-mg.set_num_threads(1)  # small matrices: BLAS threads cost more than they save
+mg.set_num_threads(1)  # small matrices: more threads cost more than they save
 np.set_printoptions(precision=3, suppress=True)
 
 # %% [markdown]

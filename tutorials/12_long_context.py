@@ -37,7 +37,7 @@ from minigrad.nn.fused_attention import Attention
 from minigrad.viz import show, use_script_backend
 
 HAVE_MATPLOTLIB = use_script_backend()  # draw inline in a notebook, off-screen in a script
-mg.set_num_threads(1)  # BLAS threads cost more than they save at these sizes, and make timings noisy
+mg.set_num_threads(1)  # more threads cost more than they save at these sizes, and make timings noisy
 np.set_printoptions(precision=4, suppress=True)
 
 # %% [markdown]

@@ -49,7 +49,7 @@ from minigrad.models.vit import ViT, ViTConfig
 from minigrad.viz import show, use_script_backend
 
 HAVE_MATPLOTLIB = use_script_backend()  # draw inline in a notebook, off-screen in a script
-mg.set_num_threads(1)  # small matrices: BLAS threads cost more than they save
+mg.set_num_threads(1)  # small matrices: more threads cost more than they save
 mg.manual_seed(0)
 np.set_printoptions(precision=2, suppress=True, linewidth=110)
 
