@@ -79,22 +79,6 @@ def get_threads() -> int:
     return _threads
 
 
-def run_pieces(fn: Callable[[int], None], sizes: Sequence[int]) -> None:
-    """fn(i) for every piece i, where sizes[i] is piece i's number of elements: `run_spans` for
-    pieces that are done one at a time.
-
-    Serially, in order, with one thread or less than MIN_ELEMENTS of work in all; otherwise the
-    pieces are dealt to the threads in contiguous runs of about equal work, the calling thread
-    taking the first run. fn must write only its own piece's outputs. An exception in any piece
-    is raised here, after every piece has finished.
-    """
-    def span(start: int, stop: int) -> None:
-        for i in range(start, stop):
-            fn(i)
-
-    run_spans(span, sizes)
-
-
 def run_spans(fn: Callable[[int, int], None], sizes: Sequence[int], min_total: int | None = None) -> None:
     """fn(start, stop) over contiguous runs of pieces that cover them all, where sizes[i] is
     piece i's number of elements: fn(0, len(sizes)) once with one thread or less than

@@ -29,6 +29,11 @@ def threads():
     parallel.set_threads(1)
 
 
+def run_each(fn, sizes):
+    """fn(i) for every piece i, through run_spans (each run's pieces in order)."""
+    parallel.run_spans(lambda start, stop: [fn(i) for i in range(start, stop)], sizes)
+
+
 @given(st.lists(st.integers(0, 50), min_size=1, max_size=30), st.integers(1, 8))
 def test_split_deals_contiguous_non_empty_runs(sizes, parts):
     parts = min(parts, len(sizes))
@@ -51,7 +56,7 @@ def test_every_piece_runs_once(threads, n):
     def piece(i):
         seen[i] += 1
 
-    parallel.run_pieces(piece, [3] * 17)
+    run_each(piece, [3] * 17)
     assert seen.tolist() == [1] * 17
 
 
@@ -61,7 +66,7 @@ def test_small_work_stays_in_the_calling_thread():
         import threading
 
         names = set()
-        parallel.run_pieces(lambda i: names.add(threading.current_thread().name), [10] * 4)
+        run_each(lambda i: names.add(threading.current_thread().name), [10] * 4)
         assert names == {threading.current_thread().name}  # 40 elements: below MIN_ELEMENTS
     finally:
         parallel.set_threads(1)
@@ -80,14 +85,14 @@ def test_an_error_in_a_piece_is_raised_once_every_run_has_stopped(threads):
         done.append(i)
 
     with pytest.raises(ValueError, match="piece 0 failed"):
-        parallel.run_pieces(piece, [1] * 6)
+        run_each(piece, [1] * 6)
     assert sorted(done) == [3, 4, 5]  # the worker's run was over before the error came out
 
 
 def test_nested_pieces_run_serially(threads):
     threads(2)
     inner = []
-    parallel.run_pieces(lambda i: parallel.run_pieces(lambda j: inner.append((i, j)), [1, 1]), [1, 1])
+    run_each(lambda i: run_each(lambda j: inner.append((i, j)), [1, 1]), [1, 1])
     assert sorted(inner) == [(0, 0), (0, 1), (1, 0), (1, 1)]
 
 
@@ -95,12 +100,12 @@ def test_numpy_error_state_holds_in_the_workers(threads):
     threads(2)
     x = np.full(8, 1e30, dtype=np.float32)
     with np.errstate(over="raise"), pytest.raises(FloatingPointError):
-        parallel.run_pieces(lambda i: np.multiply(x[i:i + 1], x[i:i + 1]), [1] * 8)
+        run_each(lambda i: np.multiply(x[i:i + 1], x[i:i + 1]), [1] * 8)
     import warnings
 
     with warnings.catch_warnings(record=True) as caught, np.errstate(over="ignore"):
         warnings.simplefilter("always")
-        parallel.run_pieces(lambda i: np.multiply(x[i:i + 1], x[i:i + 1]), [1] * 8)
+        run_each(lambda i: np.multiply(x[i:i + 1], x[i:i + 1]), [1] * 8)
     assert not caught  # an overflow ignored in the caller warns in no worker either
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import parallel
 from minigrad.models.gpt import GPT, GPTConfig
+from minigrad.testing import split_threads
 
 # block_size 40: the tiled kernel takes it once its thresholds are lowered (`step`)
 SHORT = GPTConfig(vocab_size=11, block_size=12, embed_dim=16, num_heads=2, num_layers=2, activation="tanh")
@@ -16,17 +16,18 @@ LONG = GPTConfig(vocab_size=11, block_size=40, embed_dim=16, num_heads=2, num_la
 
 @pytest.fixture
 def split_everything():
-    """Split work however small; put every threshold and the thread count back after."""
-    saved = parallel.MIN_ELEMENTS, parallel.MIN_PRODUCT, parallel.ROW_BLOCK
+    """split_everything(n, products): minigrad.testing.split_threads for the rest of the test."""
+    blocks = []
 
     def use(threads: int, products: bool) -> None:
-        parallel.MIN_ELEMENTS, parallel.ROW_BLOCK = 0, 5
-        parallel.MIN_PRODUCT = 0 if products else 2**62
-        mg.set_num_threads(threads)
+        while blocks:
+            blocks.pop().__exit__(None, None, None)
+        blocks.append(split_threads(threads, row_block=5, products=products))
+        blocks[-1].__enter__()
 
     yield use
-    parallel.MIN_ELEMENTS, parallel.MIN_PRODUCT, parallel.ROW_BLOCK = saved
-    mg.set_num_threads(1)
+    while blocks:
+        blocks.pop().__exit__(None, None, None)
 
 
 def step(config: GPTConfig, monkeypatch) -> tuple[float, list[np.ndarray]]:
