@@ -64,14 +64,10 @@ def saved_bytes(loss) -> int:
     return total
 
 
-def run_minigrad(steps: int, threads: int, blas_threads: int | None = None) -> dict:
+def run_minigrad(steps: int, threads: int, way: str = "kernels") -> dict:
     import minigrad as mg
 
-    mg.set_num_threads(threads)
-    if blas_threads is not None:  # BLAS's own threads as well (not minigrad's way: see threads.py)
-        from threadpoolctl import threadpool_limits
-
-        limits = threadpool_limits(blas_threads, user_api="blas")  # noqa: F841 (held while it lives)
+    mg.set_num_threads(threads, way)
     model = minigrad_model()
     opt = mg.optim.Adam(model.parameters(), lr=1e-3)
     x, y = (mg.tensor(a) for a in batch())
@@ -166,12 +162,14 @@ def main() -> None:
                    help="standard (T=64, batch 16), long (T=1024, batch 2, d=128) or small (the "
                         "small preset: T=64, batch 12, 4 layers, d=128)")
     p.add_argument("--only", choices=["minigrad", "torch"], help=argparse.SUPPRESS)
-    p.add_argument("--blas-threads", type=int, help=argparse.SUPPRESS)  # (benchmarks/threads.py)
+    p.add_argument("--way", choices=["kernels", "blas"], default="kernels",
+                   help="minigrad's threads: its kernels split their work (the default) or BLAS "
+                        "multiplies on them (minigrad.set_num_threads)")
     args = p.parse_args()
     use_config(args.config)
     if args.only:  # child process: one framework, results as JSON
         if args.only == "minigrad":
-            print(json.dumps(run_minigrad(args.steps, args.threads, args.blas_threads)))
+            print(json.dumps(run_minigrad(args.steps, args.threads, args.way)))
         else:
             print(json.dumps(run_torch(args.steps, args.threads)))
         return
@@ -184,7 +182,7 @@ def main() -> None:
             if name == "torch" and results.get("torch") is False:
                 continue
             cmd = [sys.executable, __file__, "--only", name, "--threads", str(args.threads),
-                   "--steps", str(args.steps), "--config", args.config]
+                   "--steps", str(args.steps), "--config", args.config, "--way", args.way]
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode == 0:
                 r = json.loads(done.stdout.strip().splitlines()[-1])
@@ -199,7 +197,8 @@ def main() -> None:
     if results.get("torch") is False:
         del results["torch"]
     print(f"GPT step (B={B}, T={T}, C={C}, {LAYERS} layers, {HEADS} heads, V={V}), "
-          f"{args.threads} thread(s), median of {args.steps} steps, best of {args.rounds} rounds")
+          f"{args.threads} thread(s) (minigrad's the {args.way} way), median of {args.steps} steps, "
+          f"best of {args.rounds} rounds")
     print(f"{'':10} {'ms/step':>8} {'peak RSS MB':>12} {'first loss':>11}")
     for name, r in results.items():
         print(f"{name:10} {r['ms']:8.1f} {r['rss_mb']:12.0f} {r['loss']:11.5f}")

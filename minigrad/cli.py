@@ -21,6 +21,7 @@ import minigrad as mg
 from minigrad.exercises import cli as exercises
 from minigrad.models import commands as models
 from minigrad.models.train import Engine
+from minigrad.threads import apply_setting, parse_setting
 
 
 def torch_engine(nproc: int, threads: int | str) -> Engine:
@@ -28,7 +29,7 @@ def torch_engine(nproc: int, threads: int | str) -> Engine:
     command starts fast without it (and says which extra to install when it is missing)."""
     from minigrad.export.distributed import TorchEngine
 
-    return TorchEngine(nproc=nproc, threads=1 if threads == "auto" else threads)
+    return TorchEngine(nproc=nproc, threads=1 if threads == "auto" else parse_setting(threads)[0])
 
 
 ENGINES = {
@@ -44,9 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="minigrad", description="Train and inspect small transformers.")
     p.add_argument("--version", action="version", version=f"minigrad {mg.__version__}")
     p.add_argument("--threads", type=_threads, default="auto",
-                   help="threads for the matrix products and kernels: a number, or auto (the default): "
-                        "train times its first steps at each count and keeps the fastest; other "
-                        "commands use 1")
+                   help="threads for the matrix products and kernels: a number (minigrad splits its "
+                        "kernels), blas:N (BLAS multiplies on N threads, the kernels run on one), or "
+                        "auto (the default): train times its first steps at each setting and keeps "
+                        "the fastest; other commands use 1")
     sub = p.add_subparsers(dest="command", required=True)
     models.add_commands(sub, engines=ENGINES)
     exercises.add_commands(sub)
@@ -59,7 +61,11 @@ def _threads(text: str) -> int | str:
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"a number of threads or auto, not {text!r}") from None
+        try:
+            parse_setting(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"a number of threads, blas:N or auto, not {text!r}") from None
+        return text
     if n < 1:
         raise argparse.ArgumentTypeError(f"at least 1 thread, not {n}")
     return n
@@ -77,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         _check_counts(args)
-        mg.set_num_threads(1 if args.threads == "auto" else args.threads)  # train's auto: models/train.py
+        apply_setting(1 if args.threads == "auto" else args.threads)  # train's auto: models/train.py
         code = args.run(args)
         sys.stdout.flush()  # so a closed pipe shows up here, not at exit
         return code

@@ -10,7 +10,9 @@ last bit of large matrix products: see `matmul`).
 
 `minigrad.set_num_threads(n)` sets the thread count: the caller plus n - 1 workers. BLAS is
 then held to one thread (minigrad.threads) and the large matrix products are split here
-instead (`matmul`), for two reasons measured on the 2-core VM of the README:
+instead (`matmul`), for two reasons measured on the 2-core VM of the README (the other way,
+`set_num_threads(n, way="blas")`, leaves this module on one thread and gives BLAS the n; the
+two never mix):
   - OpenBLAS's idle threads spin for about 0.1 s after every product before they sleep (a
     process burned 0.11 s of CPU during a 0.3 s sleep after one), on the very cores the
     workers need: inside a training step at T = 1024 the attention's backward, split over

@@ -1,16 +1,24 @@
-"""How many threads minigrad uses, and how `minigrad train` finds the fastest count.
+"""How many threads minigrad uses, and how `minigrad train` finds the fastest setting.
 
-`set_num_threads(n)` gives minigrad's kernels n threads for their independent pieces, the large
-matrix products' blocks of rows included (minigrad.parallel), and holds numpy's BLAS to one
-thread: its idle threads would spin on the cores the pieces need (the reasons, measured, are in
-minigrad.parallel's docstring). So n threads are busy at most, and none spins while idle.
+There are two ways to give a step n threads, and neither is the faster for every model:
+  - `set_num_threads(n)` (the default way, "kernels"): minigrad's kernels split their
+    independent pieces over n threads, the large matrix products' blocks of rows included
+    (minigrad.parallel), and numpy's BLAS is held to one thread. So n threads are busy at most,
+    and none spins while idle. It wins when the pieces are large (the T = 1024 step).
+  - `set_num_threads(n, way="blas")`: BLAS multiplies on its own n threads and minigrad's
+    kernels run on one. BLAS's idle threads spin for about 0.1 s after a product, waiting for
+    the next, so handing a product to them is fast: on small models, where every product is
+    a millisecond or less and waking a sleeping thread costs a tenth of that, it wins. But they
+    spin on the cores the kernels' pieces and other processes need (the reasons, measured, are
+    in minigrad.parallel's docstring), so the two are never mixed.
 
-The fastest count depends on the model's sizes and on what else the machine is running: on small
-matrices a second thread saves little, and a thread whose core another process is using makes
-every step wait for it. `ThreadTuner` measures instead of guessing: it times a few real steps at
-each candidate count, keeps the fastest, and measures again every so often, so a run that starts
-sharing its cores moves to fewer threads (`minigrad train --threads auto`, the default).
-
+The fastest setting depends on the model's sizes and on what else the machine is running: on
+small matrices a second thread saves little, and a thread whose core another process is using
+makes every step wait for it. `ThreadTuner` measures instead of guessing: it times a few real
+steps at each candidate setting, keeps the fastest, and measures again every so often, or at
+once when the steps become much slower than the trial found, so a run that starts sharing its
+cores moves to fewer threads (`minigrad train --threads auto`, the default). A setting is a
+count (the kernels way) or "blas:N" (BLAS's way): `apply_setting` sets either.
 """
 
 from __future__ import annotations
@@ -24,22 +32,53 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from . import parallel
 
 _limits: Any = None  # kept alive: the limit holds while this object exists
+_count: int | None = None  # set by set_num_threads
+WAYS = ("kernels", "blas")
 
 
-def set_num_threads(n: int) -> None:
-    """Let minigrad's kernels, their matrix products included, use at most n threads (BLAS
-    itself runs on one: minigrad splits the products)."""
-    global _limits
+def set_num_threads(n: int, way: str = "kernels") -> None:
+    """Let a step use at most n threads. way="kernels" (the default): minigrad's kernels, their
+    matrix products included, split their work over them and BLAS runs on one. way="blas": BLAS
+    runs the matrix products on its own n threads and minigrad's kernels run on one (faster for
+    small models on an idle machine; see this module's docstring)."""
+    global _limits, _count
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"set_num_threads: need a whole number of threads, at least 1; got {n!r}")
-    _limits = threadpool_limits(limits=1, user_api="blas")  # BLAS idle threads would spin
-    parallel.set_threads(n)
+    if way not in WAYS:
+        raise ValueError(f"set_num_threads: way must be one of {', '.join(WAYS)}; got {way!r}")
+    if way == "blas":
+        _limits = threadpool_limits(limits=n, user_api="blas")
+        parallel.set_threads(1)
+    else:
+        _limits = threadpool_limits(limits=1, user_api="blas")  # BLAS idle threads would spin
+        parallel.set_threads(n)
+    _count = n
+
+
+def apply_setting(setting: int | str) -> None:
+    """Set a tuner's setting: a count n (set_num_threads(n)) or "blas:N" (BLAS's way)."""
+    n, way = parse_setting(setting)
+    set_num_threads(n, way)
+
+
+def parse_setting(setting: int | str) -> tuple[int, str]:
+    """(count, way) of a setting: 2 -> (2, "kernels"), "blas:2" -> (2, "blas"); ValueError
+    naming the setting when it is neither."""
+    if isinstance(setting, str):
+        way, _, count = setting.partition(":")
+        if way == "blas" and count.isdigit() and int(count) >= 1:
+            return int(count), "blas"
+        if setting.isdigit() and int(setting) >= 1:
+            return int(setting), "kernels"
+    elif isinstance(setting, int) and not isinstance(setting, bool) and setting >= 1:
+        return setting, "kernels"
+    raise ValueError(f"threads: a setting is a count of at least 1 or blas:N, not {setting!r}")
 
 
 def get_num_threads() -> int:
     """The thread count set by set_num_threads (else the largest among the loaded BLAS libraries)."""
-    if _limits is not None:
-        return parallel.get_threads()
+    if _count is not None:
+        return _count
     return max((p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"), default=1)
 
 
@@ -59,62 +98,92 @@ def candidate_counts(cores: int) -> list[int]:
     return counts if counts[-1] == cores else counts + [cores]
 
 
+def candidate_settings(cores: int) -> list[int | str]:
+    """The settings worth timing: each candidate count the kernels' way, then each count above
+    one BLAS's way ("blas:N")."""
+    counts = candidate_counts(cores)
+    return [*counts, *(f"blas:{c}" for c in counts if c > 1)]
+
+
 class ThreadTuner:
-    """Run a repeated step at the fastest thread count, found by timing it.
+    """Run a repeated step at the fastest thread setting, found by timing it.
 
         tuner = ThreadTuner()
         for batch in batches:
             loss = tuner.run(lambda: step(batch))
 
-    A trial times `trial` steps at each candidate count (after one step at that count that is
-    not timed, as the first step after a change pays for it) and keeps the count with the
-    smallest median; a trial runs at the start and then after every `every` steps. The steps of
-    a trial are real steps: nothing is thrown away. The results of a BLAS product may differ in
-    the last bit between thread counts, so for runs that agree to the bit pass a fixed count
-    (`minigrad train --threads N`).
+    A trial times `trial` steps at each candidate setting (after one step at that setting that
+    is not timed, as the first step after a change pays for it) and keeps the setting with the
+    smallest median, the earlier candidate on a tie; a trial runs at the start and then after
+    every `every` steps, or as soon as the median of the last `trial` steps is `slower` times
+    the trial's time for the setting kept (another process has begun to share the cores, say)
+    and at least as many steps as a trial takes have run since the last one (so a noisy
+    machine does not spend most of its steps at the slower settings).
+    The steps of a trial are real steps: nothing is thrown away. The results of a BLAS product
+    may differ in the last bit between settings, so for runs that agree to the bit pass a fixed
+    count (`minigrad train --threads N`).
+
+    settings: counts and "blas:N" strings (default: candidate_settings of the cores this process
+    may use); apply(setting) sets one (default: apply_setting).
     """
 
-    def __init__(self, counts: Sequence[int] | None = None, trial: int = 3, every: int = 500,
-                 clock: Callable[[], float] = time.perf_counter,
-                 apply: Callable[[int], None] = set_num_threads):
-        self.counts = list(counts) if counts is not None else candidate_counts(available_cores())
-        if not self.counts or any(c < 1 for c in self.counts):
-            raise ValueError(f"ThreadTuner: thread counts must be at least 1, got {self.counts}")
-        if trial < 1 or every < 1:
-            raise ValueError(f"ThreadTuner: trial and every must be positive, got {trial} and {every}")
-        self.trial, self.every, self.clock, self.apply = trial, every, clock, apply
-        self.best = self.counts[0]
-        self.timings: dict[int, float] = {}  # count -> median seconds per step, of the last trial
-        self._plan: list[tuple[int, bool]] = []  # (count, timed) for the steps of a running trial
-        self._times: dict[int, list[float]] = {}
+    def __init__(self, settings: Sequence[int | str] | None = None, trial: int = 3, every: int = 500,
+                 slower: float = 1.5, clock: Callable[[], float] = time.perf_counter,
+                 apply: Callable[[Any], None] = apply_setting):
+        self.settings = list(settings) if settings is not None else candidate_settings(available_cores())
+        if not self.settings:
+            raise ValueError("ThreadTuner: need at least one setting to run at")
+        for setting in self.settings:
+            parse_setting(setting)  # a clear error for a bad one, before any step
+        if trial < 1 or every < 1 or not slower > 1:
+            raise ValueError(f"ThreadTuner: trial and every must be positive and slower above 1, "
+                             f"got {trial}, {every} and {slower}")
+        self.trial, self.every, self.slower, self.clock, self.apply = trial, every, slower, clock, apply
+        self.best = self.settings[0]
+        self.timings: dict[Any, float] = {}  # setting -> median seconds per step, of the last trial
+        self._plan: list[tuple[Any, bool]] = []  # (setting, timed) for the steps of a running trial
+        self._times: dict[Any, list[float]] = {}
+        self._recent: list[float] = []  # the last steps at the best setting, after a trial
         self._since = every  # so the first step starts a trial
-        self._current: int | None = None
+        self._current: Any = None
 
     def run(self, step: Callable[[], Any]) -> Any:
-        """One step, at the count the tuner picks for it; returns what step returned."""
-        if not self._plan and self._since >= self.every and len(self.counts) > 1:
-            self._plan = [(c, timed) for c in self.counts for timed in [False] + [True] * self.trial]
-            self._times = {c: [] for c in self.counts}
+        """One step, at the setting the tuner picks for it; returns what step returned."""
+        if not self._plan and self._since >= self.every and len(self.settings) > 1:
+            self._plan = [(c, timed) for c in self.settings for timed in [False] + [True] * self.trial]
+            self._times = {c: [] for c in self.settings}
         in_trial = bool(self._plan)
-        count, timed = self._plan.pop(0) if in_trial else (self.best, False)
-        if count != self._current:
-            self.apply(count)
-            self._current = count
+        setting, timed = self._plan.pop(0) if in_trial else (self.best, False)
+        if setting != self._current:
+            self.apply(setting)
+            self._current = setting
         t0 = self.clock()
         out = step()
+        took = self.clock() - t0
         if timed:
-            self._times[count].append(self.clock() - t0)
+            self._times[setting].append(took)
             if not self._plan:  # the trial is over
-                self.timings = {c: sorted(t)[len(t) // 2] for c, t in self._times.items()}
-                self.best = min(self.timings, key=lambda c: (self.timings[c], c))
-                self._since = 0
+                self.timings = {c: _median(t) for c, t in self._times.items()}
+                self.best = min(self.settings, key=lambda c: self.timings[c])  # min keeps the first of equals
+                self._since, self._recent = 0, []
         elif not in_trial:
             self._since += 1
+            if self.timings:
+                self._recent.append(took)
+                del self._recent[:-self.trial]
+                slowed = _median(self._recent) > self.slower * self.timings[self.best]
+                settled = self._since >= (1 + self.trial) * len(self.settings)  # as many as a trial took
+                if len(self._recent) == self.trial and slowed and settled:
+                    self._since = self.every  # much slower than the trial found: time them again now
         return out
 
     def describe(self) -> str:
-        """One line for the log: the count chosen and the trial's times."""
+        """One line for the log: the setting chosen and the trial's times."""
         if not self.timings:
             return f"threads: {self.best}"
-        times = ", ".join(f"{c}: {1e3 * t:.1f} ms" for c, t in sorted(self.timings.items()))
+        times = ", ".join(f"{c}: {1e3 * self.timings[c]:.1f} ms" for c in self.settings)
         return f"threads: {self.best} (timed per step: {times})"
+
+
+def _median(times: list[float]) -> float:
+    return sorted(times)[len(times) // 2]

@@ -28,7 +28,7 @@ import minigrad as mg
 import minigrad.optim as optim
 from minigrad.random import set_rng_state
 from minigrad.serialization import clean_temporaries
-from minigrad.threads import ThreadTuner
+from minigrad.threads import ThreadTuner, apply_setting
 
 from .runs import (
     CHECKPOINT_FORMAT,
@@ -165,12 +165,13 @@ class Engine:
     tuner: ThreadTuner | None = None
 
     def __init__(self, threads: int | str | None = None):
-        """threads: None (leave the count as set), a count, or "auto": each step runs through a
-        `minigrad.threads.ThreadTuner`, which times the first steps at each thread count, keeps
-        the fastest, and times them again every 500 steps."""
+        """threads: None (leave the setting as it is), a count, "blas:N", or "auto": each step
+        runs through a `minigrad.threads.ThreadTuner`, which times the first steps at each
+        setting, keeps the fastest, and times them again every 500 steps (or at once when the
+        steps slow down)."""
         self.tuner = ThreadTuner() if threads == "auto" else None
-        if isinstance(threads, int):
-            mg.set_num_threads(threads)
+        if threads is not None and threads != "auto":
+            apply_setting(threads)
 
     def describe(self) -> str:
         """A line for the log about how the steps run ("" if nothing to say)."""
