@@ -108,7 +108,7 @@ def neighbour_arrives(config: str, steps: int = 400, at: int = 150) -> None:
                 busy = subprocess.Popen([sys.executable, "-c", BUSY.format(seconds=3600)])
             t0 = time.perf_counter()
             tuner.run(step)
-            log.append((tuner._current, time.perf_counter() - t0))
+            log.append((tuner.setting, time.perf_counter() - t0))
     finally:
         if busy is not None:
             busy.kill()

@@ -15,8 +15,8 @@ There are two ways to give a step n threads, and neither is the faster for every
 The fastest setting depends on the model's sizes and on what else the machine is running: on
 small matrices a second thread saves little, and a thread whose core another process is using
 makes every step wait for it. `ThreadTuner` measures instead of guessing: it times a few real
-steps at each candidate setting, keeps the fastest, and measures again every so often, or at
-once when the steps become much slower than the trial found, so a run that starts sharing its
+steps at each candidate setting, keeps the fastest, and measures again every so often, or
+sooner when the steps become much slower than the trial found, so a run that starts sharing its
 cores moves to fewer threads (`minigrad train --threads auto`, the default). A setting is a
 count (the kernels way) or "blas:N" (BLAS's way): `apply_setting` sets either.
 """
@@ -72,7 +72,7 @@ def parse_setting(setting: int | str) -> tuple[int, str]:
             return int(setting), "kernels"
     elif isinstance(setting, int) and not isinstance(setting, bool) and setting >= 1:
         return setting, "kernels"
-    raise ValueError(f"threads: a setting is a count of at least 1 or blas:N, not {setting!r}")
+    raise ValueError(f"thread setting: a count of at least 1 or blas:N, not {setting!r}")
 
 
 def get_num_threads() -> int:
@@ -176,6 +176,11 @@ class ThreadTuner:
                 if len(self._recent) == self.trial and slowed and settled:
                     self._since = self.every  # much slower than the trial found: time them again now
         return out
+
+    @property
+    def setting(self) -> Any:
+        """The setting the last step ran at (None before the first)."""
+        return self._current
 
     def describe(self) -> str:
         """One line for the log: the setting chosen and the trial's times."""

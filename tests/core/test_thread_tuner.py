@@ -81,7 +81,7 @@ def test_a_run_that_starts_sharing_its_cores_is_timed_again_at_once():
     ran = [t.run(m.step) for _ in range(3 + 12 + 2)]
     assert ran[:2] == ["blas:2"] * 2  # two slow steps of the last three: their median is 5x the trial's...
     assert ran[2:14] == [1] * 4 + [2] * 4 + ["blas:2"] * 4  # ...so the settings are timed again now
-    assert t.best == 1 and ran[14:] == [1, 1, 1]
+    assert t.best == 1 and ran[14:] == [1, 1, 1] and t.setting == 1
     assert t.describe() == "threads: 1 (timed per step: 1: 15.0 ms, 2: 30.0 ms, blas:2: 45.0 ms)"
 
 
