@@ -2,6 +2,7 @@
 own Python with an empty working directory, two at a time. `run_all` does it once per test
 session (the `runs` fixture of conftest.py); the test modules read the runs."""
 
+import functools
 import json
 import os
 import re
@@ -33,6 +34,7 @@ class Run:
     notebook: dict = field(default_factory=dict)  # kernel: the executed notebook
 
 
+@functools.cache  # the same for every run of a session
 def avx2_kernels() -> dict[str, str]:
     """The environment that makes an x86-64 CPU with AVX-512 compute as the AVX2 CPUs that the
     tutorials' trained figures come from: OpenBLAS's Haswell kernels and none of numpy's AVX-512
