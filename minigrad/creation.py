@@ -39,10 +39,12 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None, name: str 
 
 
 def zeros(*size: Any, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:
+    """A tensor of the given size filled with 0 (float32 unless dtype says otherwise)."""
     return _made(np.zeros(_shape(size, "zeros"), dtype=dtype), requires_grad)
 
 
 def ones(*size: Any, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:
+    """A tensor of the given size filled with 1 (float32 unless dtype says otherwise)."""
     return _made(np.ones(_shape(size, "ones"), dtype=dtype), requires_grad)
 
 
@@ -102,6 +104,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
 
 
 def eye(n: int, m: int | None = None, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:
+    """The n x m identity matrix (m = n by default)."""
     return _made(np.eye(n, m, dtype=dtype), requires_grad)
 
 
@@ -116,6 +119,7 @@ def rand(*size: Any, dtype: Any = np.float32, requires_grad: bool = False) -> Te
 
 
 def randint(low: int, high: int, size: Sequence[int]) -> Tensor:
+    """Integers drawn uniformly from [low, high), int64, from the global generator."""
     return _made(generator().integers(low, high, _shape((size,), "randint"), dtype=np.int64), False)
 
 
@@ -136,14 +140,17 @@ def _like(x: Tensor, fill: Any, dtype: Any, requires_grad: bool) -> Tensor:
 
 
 def zeros_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Zeros of x's shape (and dtype, unless dtype is given)."""
     return _like(x, 0, dtype, requires_grad)
 
 
 def ones_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Ones of x's shape (and dtype, unless dtype is given)."""
     return _like(x, 1, dtype, requires_grad)
 
 
 def full_like(x: Tensor, fill_value: float, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """fill_value in x's shape (and dtype, unless dtype is given)."""
     return _like(x, fill_value, dtype, requires_grad)
 
 
@@ -153,10 +160,12 @@ def empty_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Ten
 
 
 def randn_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples in x's shape and dtype."""
     return randn(*x.shape, dtype=dtype or x.dtype, requires_grad=requires_grad)
 
 
 def rand_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1) in x's shape and dtype."""
     return rand(*x.shape, dtype=dtype or x.dtype, requires_grad=requires_grad)
 
 

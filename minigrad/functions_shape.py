@@ -62,10 +62,12 @@ def tile(input: Any, dims: Sequence[int]) -> Tensor:
 
 
 def concat(tensors: Sequence[Any], dim: int = 0) -> Tensor:
+    """Another name for cat: the tensors joined along an existing axis dim."""
     return cat(tensors, dim)
 
 
 def concatenate(tensors: Sequence[Any], axis: int = 0) -> Tensor:
+    """Another name for cat (numpy's, with axis): the tensors joined along an axis."""
     return cat(tensors, axis)
 
 

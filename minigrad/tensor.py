@@ -116,14 +116,17 @@ class Tensor(ArithmeticMethods, MathMethods, PointwiseMethods, ShapeMethods, Ord
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The size of each axis, a tuple (PyTorch's torch.Size is a tuple too)."""
         return self.data.shape
 
     @property
     def ndim(self) -> int:
+        """The number of axes (0 for a scalar)."""
         return self.data.ndim
 
     @property
     def dtype(self) -> np.dtype:
+        """The element type, a numpy dtype (float32 unless made otherwise)."""
         return self.data.dtype
 
     @property
@@ -133,19 +136,24 @@ class Tensor(ArithmeticMethods, MathMethods, PointwiseMethods, ShapeMethods, Ord
 
     @property
     def is_leaf(self) -> bool:
+        """True for a tensor no op made (a parameter, an input); its .grad is kept after backward."""
         return self._node is None
 
     @property
     def T(self) -> Tensor:
+        """The axes reversed (x.T of a matrix is its transpose); gradient: the same permutation undone."""
         return self.permute(*reversed(range(self.ndim)))
 
     def size(self, dim: int | None = None) -> tuple[int, ...] | int:
+        """The shape, or with dim the size of that one axis."""
         return self.shape if dim is None else self.shape[dim]
 
     def dim(self) -> int:
+        """The number of axes, as ndim."""
         return self.ndim
 
     def numel(self) -> int:
+        """The number of elements (the product of the shape)."""
         return self.data.size
 
     def __len__(self) -> int:
@@ -203,6 +211,7 @@ class Tensor(ArithmeticMethods, MathMethods, PointwiseMethods, ShapeMethods, Ord
         autograd.run_backward(self, g, retain_graph=retain_graph)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Make a leaf record its gradient (or stop recording, with False), in place; returns self."""
         if requires_grad and self.dtype.kind not in "fc":
             raise RuntimeError(
                 f"requires_grad: only floating-point tensors can require grad, not {self.dtype}"
@@ -250,11 +259,13 @@ class Tensor(ArithmeticMethods, MathMethods, PointwiseMethods, ShapeMethods, Ord
         return lambda: hooks.remove(hook)
 
     def zero_grad(self) -> None:
+        """Forget the gradient: .grad becomes None."""
         self._grad = None
 
     # ------------------------------------------------------------------ conversion
 
     def item(self) -> float | int | bool:
+        """The value of a one-element tensor as a Python number."""
         if self.data.size != 1:
             raise ValueError(f"item: only a one-element tensor has an item, not shape {self.shape}")
         return self.data.item()
@@ -264,6 +275,7 @@ class Tensor(ArithmeticMethods, MathMethods, PointwiseMethods, ShapeMethods, Ord
         return self.data
 
     def tolist(self) -> Any:
+        """The values as (nested) Python lists of numbers."""
         return self.data.tolist()
 
     def __bool__(self) -> bool:

@@ -56,6 +56,7 @@ class ArithmeticMethods:
     divide = div
 
     def true_divide(self, other: Any) -> Tensor:
+        """self / other, always true (float) division."""
         return self / other
 
     def floor_divide(self, other: Any) -> Tensor:

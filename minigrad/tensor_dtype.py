@@ -87,15 +87,20 @@ class DtypeMethods:
         return self.to(dtype)
 
     def float(self) -> Tensor:
+        """This tensor as float32 (a copy unless it is float32 already); the gradient flows back
+        in the input's dtype."""
         return self.to(np.float32)
 
     def double(self) -> Tensor:
+        """This tensor as float64."""
         return self.to(np.float64)
 
     def half(self) -> Tensor:
+        """This tensor as float16."""
         return self.to(np.float16)
 
     def long(self) -> Tensor:
+        """This tensor as int64 (no gradient)."""
         return self.to(np.int64)
 
     def int(self) -> Tensor:

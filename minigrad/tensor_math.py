@@ -135,6 +135,7 @@ class MathMethods:
         return Max.apply(self, dim=dim, keepdim=keepdim)
 
     def amin(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+        """The smallest values over dim (one, several or all), ties sharing the gradient."""
         return Min.apply(self, dim=dim, keepdim=keepdim)
 
     def var(self, dim: Dim = None, keepdim: bool = False, correction: int = 1) -> Tensor:

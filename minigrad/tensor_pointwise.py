@@ -86,6 +86,7 @@ class PointwiseMethods:
     # ------------------------------------------------------------------ exp, log and powers
 
     def exp2(self) -> Tensor:
+        """z = 2**x; dx = g * z * ln 2."""
         return 2.0 ** self._floating()
 
     def expm1(self) -> Tensor:
@@ -110,12 +111,15 @@ class PointwiseMethods:
         return Erf.apply(self._floating())
 
     def reciprocal(self) -> Tensor:
+        """z = 1 / x; dx = -g / x**2."""
         return 1 / self
 
     def rsqrt(self) -> Tensor:
+        """z = 1 / sqrt(x); dx = -g / (2 * x**1.5)."""
         return self.sqrt().reciprocal()
 
     def square(self) -> Tensor:
+        """z = x * x; dx = 2 * g * x."""
         return self * self
 
     def lerp(self, end: Any, weight: Any) -> Tensor:
@@ -157,9 +161,11 @@ class PointwiseMethods:
     # ------------------------------------------------------------------ limits
 
     def clamp_min(self, min: float | Tensor) -> Tensor:
+        """max(x, min) elementwise; gradient g where x > min, else 0 (clip with min only)."""
         return self.clip(min=min)
 
     def clamp_max(self, max: float | Tensor) -> Tensor:
+        """min(x, max) elementwise; gradient g where x < max, else 0 (clip with max only)."""
         return self.clip(max=max)
 
     def nan_to_num(self, nan: float = 0.0, posinf: float | None = None,
@@ -174,33 +180,42 @@ class PointwiseMethods:
     # ------------------------------------------------------------------ comparisons (no grad)
 
     def eq(self, other: Any) -> Tensor:
+        """self == other elementwise, a bool tensor (no gradient)."""
         return self == other
 
     def ne(self, other: Any) -> Tensor:
+        """self != other elementwise, a bool tensor (no gradient)."""
         return self != other
 
     def lt(self, other: Any) -> Tensor:
+        """self < other elementwise, a bool tensor (no gradient)."""
         return self < other
 
     def le(self, other: Any) -> Tensor:
+        """self <= other elementwise, a bool tensor (no gradient)."""
         return self <= other
 
     def gt(self, other: Any) -> Tensor:
+        """self > other elementwise, a bool tensor (no gradient)."""
         return self > other
 
     def ge(self, other: Any) -> Tensor:
+        """self >= other elementwise, a bool tensor (no gradient)."""
         return self >= other
 
     def _bools(self, values: Any) -> Tensor:
         return self._make(np.asarray(values, dtype=np.bool_), None)
 
     def isnan(self) -> Tensor:
+        """True where the value is NaN (never for integers)."""
         return self._bools(np.isnan(self.data) if self.data.dtype.kind in "fc" else np.zeros(self.shape))
 
     def isinf(self) -> Tensor:
+        """True where the value is +inf or -inf (never for integers)."""
         return self._bools(np.isinf(self.data) if self.data.dtype.kind in "fc" else np.zeros(self.shape))
 
     def isfinite(self) -> Tensor:
+        """True where the value is neither NaN nor infinite (always for integers)."""
         return self._bools(np.isfinite(self.data) if self.data.dtype.kind in "fc" else np.ones(self.shape))
 
     def equal(self, other: Any) -> bool:
@@ -227,20 +242,25 @@ class PointwiseMethods:
         return self._bools(np.isclose(self.data, other.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
     def allclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+        """True when every element is close to other's: isclose(...).all(), as a Python bool."""
         return bool(self.isclose(other, rtol, atol, equal_nan).data.all())
 
     # ------------------------------------------------------------------ logic (no grad)
 
     def logical_not(self) -> Tensor:
+        """True where the value is zero (False), a bool tensor."""
         return self._bools(np.logical_not(self.data))
 
     def logical_and(self, other: Any) -> Tensor:
+        """True where both values are non-zero, a bool tensor."""
         return self._bools(np.logical_and(self.data, _array(other)))
 
     def logical_or(self, other: Any) -> Tensor:
+        """True where either value is non-zero, a bool tensor."""
         return self._bools(np.logical_or(self.data, _array(other)))
 
     def logical_xor(self, other: Any) -> Tensor:
+        """True where exactly one of the two values is non-zero, a bool tensor."""
         return self._bools(np.logical_xor(self.data, _array(other)))
 
     def all(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
@@ -292,12 +312,15 @@ class PointwiseMethods:
         return self._make(np.asarray(op(a) if other is None else op(a, b)), None)
 
     def bitwise_and(self, other: Any) -> Tensor:
+        """self & other on integer or bool tensors (no gradient)."""
         return self._bitwise(other, np.bitwise_and, "bitwise_and")
 
     def bitwise_or(self, other: Any) -> Tensor:
+        """self | other on integer or bool tensors (no gradient)."""
         return self._bitwise(other, np.bitwise_or, "bitwise_or")
 
     def bitwise_xor(self, other: Any) -> Tensor:
+        """self ^ other on integer or bool tensors (no gradient)."""
         return self._bitwise(other, np.bitwise_xor, "bitwise_xor")
 
     def bitwise_not(self) -> Tensor:
@@ -310,7 +333,9 @@ class PointwiseMethods:
     __invert__ = bitwise_not
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """The index of the largest value over dim (of the flattened tensor without dim), int64."""
         return self._make(np.asarray(np.argmax(self.data, axis=dim, keepdims=keepdim)), None)
 
     def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """The index of the smallest value over dim (of the flattened tensor without dim), int64."""
         return self._make(np.asarray(np.argmin(self.data, axis=dim, keepdims=keepdim)), None)

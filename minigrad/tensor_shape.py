@@ -64,6 +64,7 @@ class ShapeMethods:
         return Permute.apply(self, dims=dims)
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
+        """Axes dim0 and dim1 swapped; gradient: the same swap."""
         dims = list(range(self.ndim))
         if self.ndim:
             (d0,), (d1,) = (normalize_dims(d, self.ndim, "transpose") for d in (dim0, dim1))
@@ -80,6 +81,7 @@ class ShapeMethods:
         return Expand.apply(self, shape=shape)
 
     def unsqueeze(self, dim: int) -> Tensor:
+        """A new axis of size 1 at position dim (a negative dim counts from the end)."""
         d = dim % (self.ndim + 1) if -self.ndim - 1 <= dim <= self.ndim else None
         if d is None:
             raise IndexError(f"unsqueeze: dim {dim} is out of range for {self.ndim} dimensions")
@@ -91,6 +93,7 @@ class ShapeMethods:
         return self.reshape(tuple(s for i, s in enumerate(self.shape) if not (i in axes and s == 1)))
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """Axes start_dim ... end_dim merged into one (a 0-d tensor becomes 1-d)."""
         if self.ndim == 0:
             return self.reshape(1)
         s, e = _axis(start_dim, self.ndim, "flatten"), _axis(end_dim, self.ndim, "flatten")
@@ -129,6 +132,7 @@ class ShapeMethods:
         return tuple(pieces)
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        """Split into `chunks` pieces along dim, the last smaller if the size does not divide."""
         if not _is_count(chunks):
             raise TypeError(f"chunk: chunks must be an integer, not {chunks!r}")
         if chunks <= 0:
@@ -165,9 +169,11 @@ class ShapeMethods:
         return self.transpose(-2, -1)
 
     def swapaxes(self, axis0: int, axis1: int) -> Tensor:
+        """Axes axis0 and axis1 swapped (numpy's name for transpose)."""
         return self.transpose(axis0, axis1)
 
     def swapdims(self, dim0: int, dim1: int) -> Tensor:
+        """Axes dim0 and dim1 swapped (another name for transpose)."""
         return self.transpose(dim0, dim1)
 
     def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
@@ -203,6 +209,7 @@ class ShapeMethods:
         return self.reshape(self.shape[:d] + sizes + self.shape[d + 1:])
 
     def expand_as(self, other: Tensor) -> Tensor:
+        """Broadcast to other's shape without copying (expand(other.shape))."""
         return self.expand(other.shape)
 
     def narrow(self, dim: int, start: int, length: int) -> Tensor:

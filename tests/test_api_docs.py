@@ -265,3 +265,40 @@ def _tied_weight_once():
 ])
 def test_a_stated_difference_holds(claim):
     claim()
+
+
+# ----------------------------------------------------------------------------- what the rows say
+
+
+def test_every_row_says_what_its_name_is(generated):
+    """A row without a description is a public name without a docstring (or whose method,
+    function form and op have none): give it one."""
+    empty = []
+    for module, section in _sections(generated).items():
+        for line in section.splitlines():
+            cells = [c.strip() for c in line.strip("|").split(" | ")]
+            if line.startswith("| `") and len(cells) >= 3 and not cells[2]:
+                empty.append(f"{module}.{cells[0].strip('`')}")
+    assert not empty, f"{len(empty)} rows of docs/api.md have no description: {empty}"
+
+
+# Names the "Not supported" notes point to as the way to do without what is missing.
+ALTERNATIVES = {"x.data", "view", "reshape", "Tensor.to", "Module.to", "minigrad.export.to_torch",
+                "minigrad.models.data"}
+
+
+def _resolves(token: str) -> bool:
+    """Whether minigrad has the name `token` (`name`, `x.name(...)`, `Module.name`, `F.name`)."""
+    token = re.sub(r"\(.*\)$", "", token)
+    owner, _, name = token.rpartition(".")
+    places = {"": [mg, mg.Tensor, nn, nn.Module, F], "x": [mg.Tensor], "Tensor": [mg.Tensor],
+              "Module": [nn.Module], "F": [F]}.get(owner)
+    return places is not None and any(hasattr(p, name) for p in places)
+
+
+def test_not_supported_names_nothing_minigrad_has():
+    notes = (ROOT / "docs" / "api_notes.md").read_text(encoding="utf-8")
+    section = notes.split("## Not supported", 1)[1].split(api.MISSING_MARK, 1)[0]
+    tokens = set(re.findall(r"`([A-Za-z_][\w.]*(?:\([^`]*\))?)`", section)) - ALTERNATIVES
+    present = sorted(t for t in tokens if _resolves(t))
+    assert not present, f"docs/api_notes.md's 'Not supported' names what minigrad has: {present}"
