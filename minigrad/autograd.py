@@ -49,7 +49,7 @@ class Function:
     scope: tuple = ()
     out_hooks: list | None = None  # hooks of the output tensor (register_hook on a non-leaf)
     retained: Any = None  # weakref to the output tensor when it asked to retain_grad()
-    edits: int = 0  # the global count of in-place edits when forward ran (see versions.py)
+    edits: int = 0  # the global count of in-place edits as forward started (see versions.py)
     parents: tuple = ()  # the nodes that made the inputs, when forward ran (y[i] = v rebinds y)
 
     def save_for_backward(self, *arrays: Any) -> None:
@@ -64,6 +64,8 @@ class Function:
     def apply(cls, *inputs: Tensor, **options: Any) -> Tensor:
         """Run forward on the inputs' arrays and record the node when a gradient is wanted."""
         ctx = cls()
+        # The count as forward starts: a change during forward (another thread's) is later.
+        edits = _versions.edits
         out = cls.forward(ctx, *[t.data for t in inputs], **options)
         if type(out) is not np.ndarray:  # numpy reductions return scalars
             out = np.asarray(out)
@@ -78,7 +80,7 @@ class Function:
                 ctx.parents = tuple([t._node for t in inputs])
                 ctx.needs_input_grad = needs
                 ctx.scope = state.scope
-                ctx.edits = _versions.edits
+                ctx.edits = edits
                 return Tensor._make(out, ctx)
         return Tensor._make(out, None)
 

@@ -21,10 +21,12 @@ import numpy as np
 if TYPE_CHECKING:
     from .autograd import Function
 
-# In-place changes so far, in all threads. A recorded node notes this count (`edits`) when
-# its forward runs, and a storage notes it at each change (`ticks`): a tick above a node's
-# count is a change after that node saved its arrays. One integer per node keeps the hot path
-# cheap; recording a version for each saved input would cost every op a loop.
+# In-place changes so far, in all threads. A recorded node notes this count (`edits`) as its
+# forward starts, and a storage notes it at each change (`ticks`, counted once the change is
+# written): a tick above a node's count is a change during or after that node's forward (by
+# another thread, or before backward), a tick at or below it one that forward already saw.
+# One integer per node keeps the hot path cheap; recording a version for each saved input
+# would cost every op a loop.
 edits = 0
 _lock = threading.Lock()
 _counters: dict[int, VersionCounter] = {}  # id(storage) -> its counter, while it lives
