@@ -18,9 +18,10 @@
 # trained to predict the next token, and generating by sampling and feeding the output back.
 #
 # Here a character-level GPT (`minigrad.models.gpt`, one page to read top-down) learns from a
-# small piece of the docstrings of Python's standard library, in about seven seconds on one CPU
-# thread. Then we sample with temperature and top-k, check that the KV cache gives the same
-# tokens, and look at the attention maps of a layer.
+# small piece of the docstrings of Python's standard library, in a few seconds on one CPU thread
+# (2.2 s of CPU on a 2-core AMD EPYC VM, measured with `benchmarks/tutorial_times.py`). Then we
+# sample with temperature and top-k, check that the KV cache gives the same tokens, and look
+# at the attention maps of a layer.
 #
 # (`minigrad train gpt` trains the bigger "quick" model on the whole corpus, with checkpoints
 # and a progress bar; this notebook writes the loop out.)

@@ -23,7 +23,8 @@
 #
 # 1. a digit cut into patches, and the patches as a sequence of tokens;
 # 2. the class token and the learned positions: the model's shapes;
-# 3. training, in about seven seconds on one CPU thread;
+# 3. training, in a few seconds on one CPU thread (2.0 s of CPU on a 2-core AMD EPYC VM,
+#    measured with `benchmarks/tutorial_times.py`);
 # 4. where the class token looks: its attention over the patches, drawn on the image;
 # 5. the image bias the ViT has to learn: without positions it sees a bag of patches, and
 #    with fewer images it learns much less.
