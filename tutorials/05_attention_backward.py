@@ -13,13 +13,13 @@
 # %% [markdown]
 # # 05 · Attention backward, graded
 #
-# Exercises 9 and 10 of `minigrad exercise`: write scaled dot-product attention, then its
-# backward pass by hand, and let the grader check each attempt. This notebook walks through
-# both:
+# Exercises 9 and 10 (`attention_forward`, `attention_backward`) of `minigrad exercise`:
+# write scaled dot-product attention, then its backward pass by hand, and let the grader check
+# each attempt. This notebook walks through both:
 #
-# 1. the forward (exercise 9) with a boolean mask, and what the grader says about a classic
-#    mistake: masking **after** the softmax, which `gradcheck` cannot see;
-# 2. the backward (exercise 10) derived line by line;
+# 1. the forward (exercise 9 (`attention_forward`)) with a boolean mask, and what the grader
+#    says about a classic mistake: masking **after** the softmax, which `gradcheck` cannot see;
+# 2. the backward (exercise 10 (`attention_backward`)) derived line by line;
 # 3. three classic backward mistakes and the grader's diagnosis of each: the missing row-sum
 #    term, a transposed dK (in the square case, where the shapes agree), and a backward that
 #    ignores the upstream gradient (which `.sum().backward()` hides);
@@ -83,7 +83,7 @@ assert not report.passed and report.diagnosis == ["mask_after_softmax"]
 
 # %% [markdown]
 # Masking the scores with `-inf` before the softmax fixes both. (Written out here, since the
-# forward is the lecture's four lines; exercise 9 asks for exactly this.)
+# forward is the lecture's four lines; exercise 9 (`attention_forward`) asks for exactly this.)
 
 
 # %%
@@ -120,7 +120,8 @@ assert report.passed
 
 # %%
 class AttentionForward(Function):
-    """The forward of exercise 10 (given in the stub); the subclasses below add a backward."""
+    """The forward of exercise 10 (`attention_backward`, given in the stub); the subclasses
+    below add a backward."""
 
     @staticmethod
     def forward(ctx, q, k, v, *, mask=None):

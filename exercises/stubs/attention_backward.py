@@ -8,7 +8,7 @@ Scaled dot-product attention, with the forward given below:
 Write the backward: given g = dL/dO, return (dQ, dK, dV). Go through the forward's lines in
 reverse, one at a time:
     1. O = A V, a matrix product:       dV = A^T g,        dA = g V^T
-    2. A = softmax(S), row by row:      dS = A * (dA - rowsum(dA * A))     (exercise 4)
+    2. A = softmax(S), row by row:      dS = A * (dA - rowsum(dA * A))     (exercise 5 (`softmax_backward`))
     3. S = Q K^T * c:                   dQ = dS K * c,     dK = dS^T Q * c
 Masked scores have A = 0, so dS is 0 there by itself: the mask needs no line of its own.
 

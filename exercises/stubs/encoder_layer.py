@@ -6,7 +6,9 @@ lecture and "Attention Is All You Need"):
     Z  = LayerNorm1(X + MHA(X, X, X))
     X~ = LayerNorm2(Z + MLP(Z)),          MLP(Z) = linear2(relu(linear1(Z)))
 The parts are built for you in __init__ (they are the library's versions of what you wrote:
-Linear in exercise 7, layer norm in 6, multi-head attention in 8 to 10). Write forward.
+Linear in exercise 8 (`linear_layer`), layer norm in exercise 7 (`layer_norm_backward`),
+multi-head attention in exercises 9 to 11 (`attention_forward`, `attention_backward`,
+`multi_head`)). Write forward.
 
 Shapes: x (B, T, d_model) -> (B, T, d_model); mask: bool (True = may attend), broadcasting to
 (B, nhead, T, T), or None; pass it on as `self.self_attn(x, x, x, mask=mask)`.

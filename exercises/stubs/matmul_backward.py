@@ -6,8 +6,8 @@
 
 "Transpose" means the last two axes: x.swapaxes(-1, -2). The leading (batch) axes broadcast
 like numpy's: a (2, 3, 4) @ b (4, 5) uses the same b for both batch entries, so db is the sum
-over the batch of each entry's a^T @ g (the adjoint of broadcasting is a sum, exercise 1).
-Return each gradient in exactly its input's shape: use your sum_to_shape from exercise 1, or
+over the batch of each entry's a^T @ g (the adjoint of broadcasting is a sum, exercise 1 (`mul_broadcast`)).
+Return each gradient in exactly its input's shape: use your sum_to_shape from exercise 1 (`mul_broadcast`), or
 the library's `minigrad.unbroadcast(grad, shape)`, which does the same.
 A trick worth knowing: write the shapes under every product; only one arrangement fits.
 

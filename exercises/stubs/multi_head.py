@@ -10,7 +10,7 @@ alone keeps the numbers in memory order and mixes positions of different heads.
 
 Use Tensor operations: `x.reshape(*shape)`, `x.transpose(1, 2)`, and for the attention
 `minigrad.nn.functional.scaled_dot_product_attention(q, k, v, mask=mask)` (or your own from
-exercise 8). The mask is bool (True = may attend) and broadcasts to (B, H, Tq, Tk).
+exercise 9 (`attention_forward`)). The mask is bool (True = may attend) and broadcasts to (B, H, Tq, Tk).
 Check your work with
     minigrad exercise check multi_head
 """
