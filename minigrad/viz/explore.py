@@ -7,6 +7,11 @@ or hovering a node shows its shape, value and gradient; next / previous / play w
 sends to each input (summed where a tensor is used twice). The layout is computed by the page
 itself (ranks by longest path, then ordering by neighbours), so no Graphviz is needed. A fused
 kernel (attention) lists the steps it fuses, with their values for small inputs, on its panel.
+
+Edges are routed through the gaps between nodes (an edge that spans layers passes each layer in a
+slot of its own), so no edge crosses a node it does not join. The stepper walks the steps grouped
+by module (`group_steps`): a run of steps inside one module is one step at the outer level, and
+"step in" follows its own steps. Step numbers on the page count from 1 ("step 1 of 18").
 """
 
 from __future__ import annotations
@@ -183,6 +188,7 @@ class _Collector:
             "edges": [[self.ids[a], self.ids[b]] for a, b in edges],
             "modules": modules,
             "steps": [self.step(s, received, parts) for s in trace.steps],
+            "groups": group_steps([ops[int(self.ids[id(s.node)][2:])]["mods"] for s in trace.steps]),
             "_ids": self.ids,
             "_keep": self.keep,
         }
@@ -274,7 +280,10 @@ class _Collector:
             entries, part = received[_tensor_key(g.tensor)], parts[(s.step, j)]
             grad = (self.values(g.values, with_norm=True) if g.values is not None
                     else _stats(g.input_shape, g.stats, g.norm))
-            sent.append({"index": g.index, "to": self.ids[_tensor_key(g.tensor)], "to_label": g.to,
+            to = g.to  # the page counts steps from 1: an intermediate is named by its maker's step
+            if not self.names.param(g.tensor) and g.to_step is not None:
+                to = f"step {g.to_step + 1} ({g.tensor._node.name})"
+            sent.append({"index": g.index, "to": self.ids[_tensor_key(g.tensor)], "to_label": to,
                          "shape": list(g.shape), "input_shape": list(g.input_shape),
                          "summed_axes": list(g.summed_axes), "grad": grad, "part": part,
                          "parts": len(entries), "total": entries[part - 1]["total"]})
@@ -301,6 +310,44 @@ class _Collector:
         if with_norm:
             out["norm"] = _num(norm(a))
         return out
+
+
+def group_steps(chains: list[list[Any]]) -> list:
+    """The backward steps grouped by module, as the page's stepper walks them.
+
+    `chains[k]` is the chain of modules (outermost first) step k ran in. At depth d the steps
+    are cut into maximal runs of consecutive steps whose chains share their module at depth d;
+    a run of two or more steps is a group `{"module": chains[k][d], "first": k, "last": j,
+    "items": ...}` whose items are its steps grouped the same way at depth d + 1 (when those are
+    one group, the run is that group, named by the module one level in); a step alone
+    in its run, or outside any module at depth d, is its index k. The items of a level, read in
+    order with every group replaced by its items, are thus the steps in backward order, each
+    once. The model itself is not a step: while the outer level holds only one group, that
+    group is opened in place (its items join the outer level where it stood).
+
+    Returns:
+        The items of the outer level.
+    """
+    def level(first: int, last: int, d: int) -> list:
+        items: list = []
+        k = first
+        while k <= last:
+            j = k
+            if len(chains[k]) > d:
+                while j < last and len(chains[j + 1]) > d and chains[j + 1][d] == chains[k][d]:
+                    j += 1
+            inner = level(k, j, d + 1) if j > k else []
+            if len(inner) == 1:  # one module inside holds them all: the group is the inner one
+                items.append(inner[0])
+            else:
+                items.append({"module": chains[k][d], "first": k, "last": j, "items": inner} if j > k else k)
+            k = j + 1
+        return items
+
+    outer = level(0, len(chains) - 1, 0)
+    while sum(isinstance(x, dict) for x in outer) == 1:
+        outer = [y for x in outer for y in (x["items"] if isinstance(x, dict) else [x])]
+    return outer
 
 
 def _tensor_key(t: Any) -> tuple:

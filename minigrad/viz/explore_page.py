@@ -15,6 +15,7 @@ PAGE = """<!DOCTYPE html>
   header { padding: 6px 12px; background: #f3f3f3; border-bottom: 1px solid #ccc; }
   header button { font-size: 13px; margin-right: 4px; }
   #where { margin-left: 10px; font-weight: bold; }
+  #level { margin-left: 10px; }
   main { display: flex; height: calc(100vh - 40px); }
   #graph { flex: 1; overflow: auto; }
   #graph svg { display: block; margin: 0 auto; }
@@ -45,7 +46,10 @@ PAGE = """<!DOCTYPE html>
   <button id="prev" title="previous step (left arrow)">&#9664; previous</button>
   <button id="next" title="next step (right arrow)">next &#9654;</button>
   <button id="play">play</button>
+  <button id="in" title="follow the steps of this module (down arrow)">step in &#9660;</button>
+  <button id="out" title="back to the module as one step (up arrow)">step out &#9650;</button>
   <span id="where"></span>
+  <span id="level" class="note"></span>
 </header>
 <main>
   <div id="graph"></div>

@@ -1,7 +1,9 @@
 """The page of `minigrad.viz.explore` in a real browser (headless Chromium driven by Playwright):
 the stepper highlights the node `trace_backward` visits and shows its gradients, a folded module
 opens on a click, a fan-out shows its sum, the page loads with no console error and no request
-but itself, and it works inside a notebook's frame (`_repr_html_`). Nothing is downloaded."""
+but itself, and it works inside a notebook's frame (`_repr_html_`); no edge crosses a node it
+does not join; the counts agree ("18 backward steps", "step 1 of 18"); a model's steps are
+followed module by module, stepping into one on demand. Nothing is downloaded."""
 
 from __future__ import annotations
 
@@ -139,7 +141,7 @@ def test_inside_a_notebooks_frame(browser, tmp_path):
     frame.wait_for_selector("#next")
     frame.click("#next")
     frame.click("#next")
-    assert frame.inner_text("#where").startswith("step 1 of 1: Mul")
+    assert frame.inner_text("#where").startswith("step 2 of 2: Mul")  # counted from 1, as "2 backward steps"
     sums = frame.query_selector_all('li.sent [data-role="sum"]')
     values = [float(v) for v in NUMBER.findall(sums[-1].inner_text())]
     assert values == [2.0, 4.0, 6.0]  # d(x * x)/dx = x + x, its two gradients summed
@@ -160,4 +162,130 @@ def test_a_fused_kernels_step_shows_the_attention_weights(browser, tmp_path):
     kernel = tab.page.query_selector_all('#step-panel [data-role="kernel"]')
     weights = [float(x) for x in NUMBER.findall(kernel[2].inner_text())]  # q k^T, scores, weights
     assert np.allclose(weights[:3], [0.6728, 0.1636, 0.1636])
+    tab.clean()
+
+
+# ----------------------------------------------------------------------------- edges, counts, groups
+
+
+def model_page(name, depth=1):
+    from minigrad.models.inspection import step_loss
+    from minigrad.models.recipes import recipe_class
+
+    cls = recipe_class(name)
+    recipe, loss = step_loss(cls, "tiny" if "tiny" in cls.presets else cls.default_preset)
+    return explore(loss, model=recipe.model, depth=depth)
+
+
+# Every drawn edge, sampled every 2 px along its path: a point strictly inside (by 1 px) a node's
+# box other than the two the edge joins (the boxes its ends touch) is an edge through a node.
+THROUGH_NODES = """() => {
+  const boxes = [...document.querySelectorAll("#graph svg g.node")].map(g => {
+    const r = g.querySelector("rect"), m = /translate\\(([^,]+),([^)]+)\\)/.exec(g.getAttribute("transform"));
+    return {id: g.id, x: +m[1], y: +m[2], w: +r.getAttribute("width"), h: +r.getAttribute("height")};
+  });
+  const inside = (b, p, m) => p.x > b.x + m && p.x < b.x + b.w - m && p.y > b.y + m && p.y < b.y + b.h - m;
+  const ROW = 50, rows = new Map();  // the boxes by band of height, to look up a point's
+  for (const b of boxes) for (let r = Math.floor(b.y / ROW); r <= Math.floor((b.y + b.h) / ROW); r++) {
+    if (!rows.has(r)) rows.set(r, []);
+    rows.get(r).push(b);
+  }
+  const bad = [], paths = [...document.querySelectorAll("#graph svg path.edge")];
+  for (const path of paths) {
+    const n = path.getTotalLength(), ends = [path.getPointAtLength(0), path.getPointAtLength(n)];
+    const own = new Set(boxes.filter(b => ends.some(p => inside(b, p, -1.5))).map(b => b.id));
+    for (let s = 0; s <= n; s += 2) {
+      const p = path.getPointAtLength(s);
+      const hit = (rows.get(Math.floor(p.y / ROW)) || []).find(b => !own.has(b.id) && inside(b, p, 1));
+      if (hit) { bad.push(`an edge from ${[...own].join(" to ")} runs through ${hit.id}`); break; }
+    }
+  }
+  return {edges: paths.length, boxes: boxes.length, bad};
+}"""
+
+
+@pytest.mark.parametrize("name, depth", [("gpt", 1), ("gpt", None), ("seq2seq", None), ("cnn", None),
+                                         ("caption", 1)])
+def test_no_edge_runs_through_a_node(browser, tmp_path, name, depth):
+    """The tied embedding weight (used at the top and by the head), the residual connections and
+    the encoder's output read by every decoder layer span many layers: they pass beside them."""
+    page = model_page(name, depth)
+    page.save(tmp_path / "page.html")
+    tab = Opened(browser, tmp_path / "page.html")
+    found = tab.page.evaluate(THROUGH_NODES)
+    assert found["edges"] >= 18 and found["boxes"] >= 18
+    assert found["bad"] == []
+    tab.clean()
+
+
+def test_the_counts_agree(browser, tmp_path):
+    page = model_page("gpt", depth=None)  # every op open: the outer level is the steps themselves
+    n = len(page.trace)
+    page.save(tmp_path / "gpt.html")
+    tab = Opened(browser, tmp_path / "gpt.html")
+    assert tab.page.inner_text("#where").startswith(f"forward done; {n} backward steps")
+    seen = tab.page.evaluate("""() => {
+      const seen = [], panel = document.getElementById("step-panel");
+      for (let i = 0; i < 1000 && seen.length < 2 * DATA.steps.length; i++) {
+        if (panel.dataset.group) document.getElementById("in").click();
+        else document.getElementById("next").click();
+        const where = document.getElementById("where").textContent;
+        if (!panel.dataset.group) seen.push([Number(panel.dataset.step), where]);
+        if (seen.length > 1 && seen[seen.length - 1][0] === seen[seen.length - 2][0]) break;
+      }
+      return seen;
+    }""")
+    shown = [int(re.match(r"step (\d+) of (\d+)", text).group(1)) for _, text in seen[:-1]]
+    assert shown == [k + 1 for k, _ in seen[:-1]] == list(range(1, n + 1))
+    assert all(f" of {n}: " in text for _, text in seen)
+    assert seen[0][1].startswith(f"step 1 of {n}: CrossEntropy") and seen[-1][0] == n - 1
+    first = page.node_id(page.trace[0].node)
+    assert tab.page.text_content(f"#{first} text").endswith("#1")  # the node says the same number
+    tab.clean()
+
+
+# Presses "next" (or "step in" at a group, when told to) until the stepper stops moving; returns
+# each item it stood at: its step, or its group as "first-last", and where the header says it is.
+WALK = """(stepIn) => {
+  const seen = [], panel = document.getElementById("step-panel");
+  const at = () => panel.dataset.group ? "g" + panel.dataset.group : panel.dataset.step;
+  for (let i = 0; i < 100000; i++) {
+    const before = at() + document.getElementById("level").textContent;
+    if (stepIn && panel.dataset.group) document.getElementById("in").click();
+    else document.getElementById("next").click();
+    if (at() + document.getElementById("level").textContent === before) break;
+    seen.push(at());
+  }
+  return seen;
+}"""
+
+
+def test_the_rnn_is_stepped_module_by_module(browser, tmp_path):
+    page = model_page("rnn")
+    n = len(page.trace)
+    page.save(tmp_path / "rnn.html")
+    tab = Opened(browser, tmp_path / "rnn.html")
+    where = tab.page.inner_text("#where")
+    outer_count = len(page.data["groups"])
+    assert where.startswith(f"forward done; {n} backward steps, {outer_count} at the outer level")
+    outer = tab.page.evaluate(WALK, False)  # next, next, ...: the outer level only
+    assert 5 <= len(outer) <= 30 < n and any(x.startswith("g") for x in outer)
+    tab.page.click("#reset")
+    every = tab.page.evaluate(WALK, True)  # stepping into every group as it comes
+    steps = [int(x) for x in every if not x.startswith("g")]
+    assert steps == list(range(n))  # each step once, in the engine's order
+    assert tab.page.inner_text("#where").startswith(f"step {n} of {n}")
+    tab.page.click("#reset")
+    tab.page.click("#next")
+    tab.page.click("#next")
+    tab.page.click("#next")  # the decoder's last time step, as one step
+    group = tab.page.get_attribute("#step-panel", "data-group")
+    first, last = map(int, group.split("-"))
+    assert tab.page.inner_text("#where").startswith(f"steps {first + 1} to {last + 1} of {n}: decoder")
+    assert "decoder (Decoder)" in tab.page.text_content("#step-panel")
+    tab.page.keyboard.press("ArrowDown")  # step in: its module opens, its first item is next
+    assert tab.page.get_attribute("#step-panel", "data-step") in ("", str(first))
+    assert "\u203a decoder (Decoder) 1 of" in tab.page.inner_text("#level")
+    tab.page.keyboard.press("ArrowUp")  # step out: the group as one step again
+    assert tab.page.get_attribute("#step-panel", "data-group") == group
     tab.clean()
