@@ -11,6 +11,7 @@ import numpy as np
 
 from minigrad import Tensor
 from minigrad.autograd import Function
+from minigrad.ops.reduce import narrowed, widened
 
 
 def _channels(a: np.ndarray) -> np.ndarray:
@@ -25,21 +26,37 @@ def _channel_sums(a3: np.ndarray) -> np.ndarray:
     return (a3.reshape(N * C, M) @ np.ones(M, dtype=a3.dtype)).reshape(N, C).sum(axis=0)
 
 
+def _channel_means(a3: np.ndarray) -> np.ndarray:
+    """The mean of each channel of a3 (N, C, M), as (C,), exactly a0 for a channel of n values
+    a0: the BLAS sum rounds (a constant channel's x - mean would be an ulp, and x_hat then
+    ulp / sqrt(eps)), so the channels that may be constant, whose first and last values are
+    equal, are averaged again as a0 + mean(a - a0), a0 their first value (kernels.py does the
+    same for layer norm's rows). Zeros for an empty batch."""
+    n = a3.dtype.type(max(a3.shape[0] * a3.shape[2], 1))
+    mean = _channel_sums(a3) / n
+    if a3.size:
+        flat = np.flatnonzero(a3[0, :, 0] == a3[-1, :, -1])
+        if flat.size:
+            a0 = a3[:1, flat, :1]
+            mean[flat] = a0[0, :, 0] + _channel_sums(a3[:, flat] - a0) / n
+    return mean
+
+
 def _centered(x3: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mean, x - mean, biased var) of the channels of x3 (N, C, M); zeros for an empty batch.
     A square that overflows gives an infinite variance, as it is."""
     n = x3.dtype.type(max(x3.shape[0] * x3.shape[2], 1))
     with np.errstate(over="ignore", invalid="ignore"):
-        mean = _channel_sums(x3) / n  # (C,)
+        mean = _channel_means(x3)  # (C,)
         d = x3 - mean[:, None]  # (N, C, M)
         return mean, d, np.einsum("ncm,ncm->c", d, d) / n
 
 
 def batch_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-channel mean and biased variance of x (N, C, *) over every axis but 1, as (C,)
-    arrays of x's dtype (zeros for an empty batch)."""
-    mean, _, var = _centered(_channels(x))
-    return mean, var
+    arrays of x's dtype (zeros for an empty batch; float16 summed in float32)."""
+    mean, _, var = _centered(widened(_channels(x)))
+    return narrowed(mean, x.dtype), narrowed(var, x.dtype)
 
 
 class BatchNorm(Function):
@@ -56,15 +73,21 @@ class BatchNorm(Function):
     Since sum(g_hat) = w * db and sum(g_hat x_hat) = w * dw, the sums for dx come for free.
 
     Inputs are x, then weight and bias when given (pass a weight to pass a bias). A constant
-    channel has var = 0, so x_hat = 0 and rstd = 1 / sqrt(eps): finite, never NaN. A channel
-    whose squares overflow (|x| past about 1e19 in float32) is redone scaled by its max |x|.
+    channel has x - mu = 0 exactly (`_channel_means`), so x_hat = 0, y = b, dw = 0 (and dx = 0
+    for a constant g), and rstd = 1 / sqrt(eps): finite, never NaN. A channel whose squares
+    overflow (|x| past about 1e19 in float32) is redone scaled by its max |x|. float16 is
+    computed in float32 and rounded once (`accumulation_dtype`), as in PyTorch.
     """
 
     @staticmethod
     def forward(ctx, x, weight=None, bias=None, *, eps=1e-5):
-        x3 = _channels(x)  # (N, C, M)
+        out_dtype = np.result_type(x, *(p for p in (weight, bias) if p is not None))
+        ctx.dtype = x.dtype
+        x3 = widened(_channels(x))  # (N, C, M)
+        weight = None if weight is None else widened(weight)
+        bias = None if bias is None else widened(bias)
         _, x_hat, var = _centered(x3)  # x_hat holds x - mean until scaled in place
-        rstd = 1 / np.sqrt(var + x.dtype.type(eps))  # (C,)
+        rstd = 1 / np.sqrt(var + x3.dtype.type(eps))  # (C,)
         with np.errstate(invalid="ignore"):
             x_hat *= rstd[:, None]  # (N, C, M)
         big = ~np.isfinite(var)
@@ -78,24 +101,27 @@ class BatchNorm(Function):
             else:
                 y = y + bias[:, None]
         ctx.save_for_backward(x_hat, rstd, weight)
-        return y.reshape(x.shape)
+        return narrowed(y, out_dtype).reshape(x.shape)
 
     @staticmethod
     def backward(ctx, g):
         x_hat, rstd, weight = ctx.saved
-        g3 = _channels(g)  # (N, C, M)
+        out_dtype = np.result_type(g, ctx.dtype)
+        g3 = widened(_channels(g))  # (N, C, M)
         n = x_hat.shape[0] * x_hat.shape[2]
         dw = np.einsum("ncm,ncm->c", g3, x_hat)  # sum(g * x_hat)
-        db = _channel_sums(g3)  # sum(g)
+        mean_g = _channel_means(g3)  # exactly g0 for a constant g
+        db = mean_g * g3.dtype.type(n)  # sum(g)
         needs = ctx.needs_input_grad
         dx = None
         if needs[0]:
             w = np.ones_like(rstd) if weight is None else weight
-            k = w * rstd  # dx = k * (g - db / n - x_hat * dw / n), per channel
+            k = w * rstd  # dx = k * (g - mean(g) - x_hat * dw / n), per channel
             dx = g3 * k[:, None]
             dx -= x_hat * (k * dw / n)[:, None]
-            dx -= (k * db / n)[:, None]
-            dx = dx.reshape(g.shape)
+            dx -= (k * mean_g)[:, None]
+            dx = narrowed(dx, out_dtype).reshape(g.shape)
+        dw, db = narrowed(dw, out_dtype), narrowed(db, out_dtype)
         grads = (dx, dw if len(needs) > 1 and needs[1] else None, db if len(needs) > 2 and needs[2] else None)
         return grads[: len(needs)]
 
@@ -107,7 +133,7 @@ def _normalize_scaled(x3: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarra
     eps / c^2 is taken as (sqrt(eps) / c)^2 (c^2 itself may overflow)."""
     c = np.abs(x3).max(axis=(0, 2))  # (C',), finite and > 0 (the variance overflowed)
     xs = x3 / c[:, None]
-    d = xs - xs.mean(axis=(0, 2))[:, None]  # |d| <= 2
+    d = xs - _channel_means(xs)[:, None]  # |d| <= 2
     rstd_s = 1 / np.sqrt(np.square(d).mean(axis=(0, 2)) + np.square(np.sqrt(x3.dtype.type(eps)) / c))
     return d * rstd_s[:, None], rstd_s / c
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from minigrad import parallel
 from minigrad.autograd import Function
+from minigrad.ops.reduce import accumulation_dtype, narrowed, widened
 from minigrad.parallel import run_spans
 
 from ._erf import erf, erf_float32
@@ -38,6 +39,23 @@ def _row_means(a: np.ndarray) -> np.ndarray:
     """a.mean(axis=1, keepdims=True) of a 2-D array as a @ (ones / n): a matrix-vector product,
     about 4x faster than numpy's sum over short rows."""
     return (a @ np.full(a.shape[1], 1.0 / max(a.shape[1], 1), dtype=a.dtype))[:, None]
+
+
+def _exact_row_means(a: np.ndarray) -> np.ndarray:
+    """`_row_means(a)`, exactly a0 for a row of n values a0.
+
+    The matrix-vector product rounds: of 768 values of 123456.789 in float32 it is off by an
+    ulp, and layer norm's x_hat then ulp / sqrt(eps) = 0.98 instead of 0. So the rows that may
+    be constant, those whose first and last values are equal (every constant row, and few
+    others), are averaged again as a0 + mean(a - a0), a0 the first value: the same number, but
+    a constant row's a - a0 is exactly 0. Other rows cost one comparison."""
+    m = _row_means(a)
+    if a.shape[1]:
+        rows = np.flatnonzero(a[:, 0] == a[:, -1])
+        if rows.size:
+            a0 = a[rows, :1]
+            m[rows] = a0 + _row_means(a[rows] - a0)
+    return m
 
 
 # ----------------------------------------------------------------------------- linear
@@ -153,21 +171,24 @@ class LayerNorm(Function):
     dw = sum over the leading axes of g * x_hat;   db = sum over the leading axes of g
 
     Inputs are x, then weight and bias when given (pass a weight to pass a bias). A constant
-    row has var = 0, so x_hat = 0 and sigma = sqrt(eps): finite, never NaN. Large inputs are
-    done a block of rows at a time, each block's passes in cache (see PIECE).
+    row has x - mu = 0 exactly (`_exact_row_means`), so x_hat = 0, y = b, dw = 0 and, for a
+    constant g * w, dx = 0 exactly; sigma = sqrt(eps): finite, never NaN. float16 is computed
+    in float32 and rounded once (`accumulation_dtype`), as in PyTorch. Large inputs are done a
+    block of rows at a time, each block's passes in cache (see PIECE).
     """
 
     @staticmethod
     def forward(ctx, x, weight=None, bias=None, *, ndim=1, eps=1e-5):
         # Work on a (rows, features) view: every reduction is then along one contiguous axis.
         features = math.prod(x.shape[x.ndim - ndim:])
-        x2 = x.reshape(-1, features)
-        x_hat, rstd = np.empty(x2.shape, x.dtype), np.empty((x2.shape[0], 1), x.dtype)
-        y = np.empty(x2.shape, np.result_type(x, *(p for p in (weight, bias) if p is not None)))
-        w = None if weight is None else weight.reshape(-1)
-        b = None if bias is None else bias.reshape(-1)
+        x2 = widened(x.reshape(-1, features))
+        out_dtype = np.result_type(x, *(p for p in (weight, bias) if p is not None))
+        x_hat, rstd = np.empty(x2.shape, x2.dtype), np.empty((x2.shape[0], 1), x2.dtype)
+        y = np.empty(x2.shape, accumulation_dtype(out_dtype))
+        w = None if weight is None else widened(weight.reshape(-1))
+        b = None if bias is None else widened(bias.reshape(-1))
         for r in _row_blocks(x2):
-            _normalize_rows(x2[r], x.dtype.type(eps), x_hat[r], rstd[r], y[r] if y.dtype == x.dtype else None)
+            _normalize_rows(x2[r], x2.dtype.type(eps), x_hat[r], rstd[r], y[r] if y.dtype == x2.dtype else None)
             if w is None:
                 y[r] = x_hat[r]
             else:
@@ -175,25 +196,25 @@ class LayerNorm(Function):
             if b is not None:
                 y[r] += b
         ctx.save_for_backward(x_hat, rstd, weight)
-        ctx.shape = x.shape
-        return y.reshape(x.shape)
+        ctx.shape, ctx.dtype = x.shape, x.dtype
+        return narrowed(y, out_dtype).reshape(x.shape)
 
     @staticmethod
     def backward(ctx, g):
         x_hat, rstd, weight = ctx.saved
-        g2 = g.reshape(x_hat.shape)  # (rows, features)
+        g2 = widened(g.reshape(x_hat.shape))  # (rows, features)
         needs = ctx.needs_input_grad
         dw = db = dx = None
         if weight is not None and needs[1]:
-            dw = np.einsum("ij,ij->j", g2, x_hat).reshape(weight.shape)
+            dw = narrowed(np.einsum("ij,ij->j", g2, x_hat), weight.dtype).reshape(weight.shape)
         if len(needs) > 2 and needs[2]:
-            db = _col_sums(g2).reshape(weight.shape)
+            db = narrowed(_col_sums(g2), g.dtype).reshape(weight.shape)
         if needs[0]:
             dx = np.empty(x_hat.shape, np.result_type(g2, x_hat))
-            w = None if weight is None else weight.reshape(-1)
+            w = None if weight is None else widened(weight.reshape(-1))
             for r in _row_blocks(x_hat):
                 _normalize_rows_grad(g2[r], w, x_hat[r], rstd[r], dx[r])
-            dx = dx.reshape(ctx.shape)
+            dx = narrowed(dx, np.result_type(g, ctx.dtype)).reshape(ctx.shape)
         return (dx, dw, db)[: len(needs)]
 
 
@@ -207,7 +228,7 @@ def _normalize_rows(x: np.ndarray, eps, x_hat: np.ndarray, rstd: np.ndarray,
     x_hat 0. Checked on the (rows, 1) variances, not assumed: such rows are redone scaled
     (`_normalize_rows_scaled`), which costs ordinary rows nothing."""
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught just below
-        np.subtract(x, _row_means(x), out=x_hat)  # x - mu
+        np.subtract(x, _exact_row_means(x), out=x_hat)  # x - mu
         var = _row_means(np.square(x_hat, out=scratch))
     big = ~np.isfinite(var[:, 0])
     var += eps
@@ -227,7 +248,7 @@ def _normalize_rows_scaled(x: np.ndarray, eps) -> tuple[np.ndarray, np.ndarray]:
     c = np.max(np.abs(x), axis=1, keepdims=True)
     c[~np.isfinite(c) | (c == 0)] = 1
     xs = x / c
-    d = xs - _row_means(xs)  # |d| <= 2
+    d = xs - _exact_row_means(xs)  # |d| <= 2
     denom = _row_means(d * d) + np.square(np.sqrt(eps) / c)
     flat = denom == 0  # a constant row so large that eps / c^2 underflowed: x_hat = 0
     denom[flat] = 1
@@ -239,9 +260,11 @@ def _normalize_rows_scaled(x: np.ndarray, eps) -> tuple[np.ndarray, np.ndarray]:
 
 def _normalize_rows_grad(g: np.ndarray, w: np.ndarray | None, x_hat: np.ndarray, rstd: np.ndarray,
                          dx: np.ndarray) -> None:
-    """dx = rstd * (gx - mean(gx) - x_hat * mean(gx * x_hat)), gx = g * w, in place."""
+    """dx = rstd * (gx - mean(gx) - x_hat * mean(gx * x_hat)), gx = g * w, in place; mean(gx)
+    exact for a constant gx (`_exact_row_means`), so a constant row (x_hat = 0) with a
+    constant gx gets exactly 0."""
     gx = g if w is None else g * w
-    mean_gx = _row_means(gx)
+    mean_gx = _exact_row_means(gx)
     np.multiply(gx, x_hat, out=dx)
     mean_gx_xhat = _row_means(dx)
     np.multiply(x_hat, mean_gx_xhat, out=dx)
@@ -320,12 +343,19 @@ class GELU(Function):
         dx = g * (Phi(x) + x * phi(x)),  phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
     approximate="tanh":  y = x / 2 * (1 + tanh(u)),  u = sqrt(2/pi) * (x + 0.044715 x^3)
         dx = g * ((1 + t) / 2 + x / 2 * (1 - t^2) * sqrt(2/pi) * (1 + 3 * 0.044715 x^2)),  t = tanh(u)
-    The tanh form runs in cache-sized pieces (`_by_pieces`).
+    The tanh form runs in cache-sized pieces (`_by_pieces`). float16 is computed in float32
+    and rounded once (`accumulation_dtype`), as in PyTorch: in float16 itself x du / 2 passes
+    65504 at |x| ~ 100, and inf * (1 - t) = inf * 0 made the gradient NaN.
     """
 
     @staticmethod
     def forward(ctx, x, *, approximate="none"):
-        ctx.approximate = approximate
+        ctx.approximate, ctx.dtype = approximate, x.dtype
+        x = widened(x)
+        return narrowed(GELU._forward(ctx, x, approximate), ctx.dtype)
+
+    @staticmethod
+    def _forward(ctx, x, approximate):
         if approximate == "tanh":
             x = np.ascontiguousarray(x).reshape(x.shape)  # (reshape: ascontiguousarray makes 0-d 1-d)
             t, y = np.empty_like(x), np.empty_like(x)
@@ -342,10 +372,11 @@ class GELU(Function):
     @staticmethod
     def backward(ctx, g):
         x, s = ctx.saved
+        out_dtype, g = np.result_type(ctx.dtype, g), widened(g)
         if ctx.approximate == "tanh":
             g = np.ascontiguousarray(g).reshape(g.shape)
             dx = np.empty(np.broadcast_shapes(x.shape, g.shape), np.result_type(x, g))
             _by_pieces(_gelu_tanh_grad, (x, s, g), (dx,))
-            return dx
+            return narrowed(dx, out_dtype)
         with np.errstate(over="ignore"):  # x^2 = inf for huge |x|: exp(-inf) = 0, right
-            return g * (s + x * (_INV_SQRT_2PI * np.exp(-0.5 * x * x)))
+            return narrowed(g * (s + x * (_INV_SQRT_2PI * np.exp(-0.5 * x * x))), out_dtype)

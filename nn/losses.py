@@ -1,9 +1,11 @@
-"""Regression, binary and divergence losses with `torch.nn.functional`'s names, arguments,
+"""Regression, binary and divergence losses with `torch.nn.functional`'s names, arguments (in
+its order: the deprecated size_average and reduce hold their places, and must be None),
 defaults and reductions ("none", "mean", "sum"; kl_div also "batchmean").
 
 Each is a composition of differentiable Tensor ops, except binary_cross_entropy: PyTorch
 clamps its logs at -100 and bounds its gradient's denominator, which one Function states
-exactly (forward and backward side by side).
+exactly (forward and backward side by side). Of a sigmoid's output it is one op of the
+logits (`SigmoidBinaryCrossEntropy`), so that its gradient is PyTorch's and never huge.
 """
 
 from __future__ import annotations
@@ -14,22 +16,25 @@ import numpy as np
 
 from minigrad import Tensor, where
 from minigrad.autograd import Function
+from minigrad.ops.elementwise import Sigmoid
 from minigrad.ops.promotion import promote
 
 from .activations import Softplus
-from .classification import cross_entropy, nll_loss
+from .classification import _no_legacy, cross_entropy, nll_loss
 from .functional import _check_reduction, _need_tensor
 from .module import Module
 
 _REDUCTIONS = ("none", "mean", "sum")
 
 
-def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
+def mse_loss(input: Tensor, target: Any, size_average: Any = None, reduce: Any = None,
+             reduction: str = "mean") -> Tensor:
     """Mean squared error (input - target)^2, averaged, summed, or elementwise ("none").
 
     Shape:
         input and target: the same shape (*); output: () or (*) for "none".
     """
+    _no_legacy("mse_loss", size_average, reduce)
     _check_reduction("mse_loss", reduction)
     _need_tensor("mse_loss", "the input", input)
     target = target if isinstance(target, Tensor) else Tensor(np.asarray(target, dtype=input.dtype))
@@ -71,23 +76,27 @@ def _pair(fn: str, input: Any, target: Any, what: str = "input") -> tuple[Tensor
 # ----------------------------------------------------------------------------- regression
 
 
-def l1_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
+def l1_loss(input: Tensor, target: Any, size_average: Any = None, reduce: Any = None,
+            reduction: str = "mean") -> Tensor:
     """|input - target|, averaged, summed or elementwise ("none"); the gradient at a tie is 0.
 
     Shape:
         input and target: the same shape (*); output: () or (*) for "none".
     """
+    _no_legacy("l1_loss", size_average, reduce)
     input, target = _pair("l1_loss", input, target)
     return _reduce("l1_loss", (input - target).abs(), reduction)
 
 
-def smooth_l1_loss(input: Tensor, target: Any, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+def smooth_l1_loss(input: Tensor, target: Any, size_average: Any = None, reduce: Any = None,
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """0.5 * d**2 / beta where |d| < beta, |d| - 0.5 * beta elsewhere (d = input - target);
     beta = 0 is l1_loss.
 
     Shape:
         input and target: the same shape (*); output: () or (*) for "none".
     """
+    _no_legacy("smooth_l1_loss", size_average, reduce)
     if beta < 0:
         raise ValueError(f"smooth_l1_loss: beta must be non-negative, not {beta}")
     input, target = _pair("smooth_l1_loss", input, target)
@@ -128,21 +137,71 @@ class BinaryCrossEntropy(Function):
 
     @staticmethod
     def forward(ctx, p, y):
-        if p.dtype is not y.dtype:
-            p, y = promote(p, y)
-        floor = p.dtype.type(-100)
-        with np.errstate(divide="ignore"):  # log(0) = -inf, clamped just below
-            log_p, log_q = np.log(p), np.log1p(-p)
+        p, y, log_p, log_q, loss = _bce_forward(p, y)
         ctx.save_for_backward(p, y, log_p, log_q)
-        return -(y * np.maximum(log_p, floor) + (1 - y) * np.maximum(log_q, floor))
+        return loss
 
     @staticmethod
     def backward(ctx, g):
         p, y, log_p, log_q = ctx.saved
         dp, dy = ctx.needs_input_grad
-        eps = p.dtype.type(np.float32(1e-12))  # PyTorch's bound, a float32 constant in either dtype
-        return ((g * (p - y) / np.maximum(p * (1 - p), eps) if dp else None),
+        return ((g * (p - y) / np.maximum(p * (1 - p), _bce_eps(p)) if dp else None),
                 (g * (log_q - log_p) if dy else None))
+
+
+def _bce_eps(p: np.ndarray) -> np.generic:
+    """PyTorch's bound of BCE's gradient denominator, a float32 constant in either dtype."""
+    return p.dtype.type(np.float32(1e-12))
+
+
+def _bce_forward(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(p, y) in one dtype, log p, log(1 - p) and the loss -(y max(log p, -100) + (1 - y)
+    max(log(1 - p), -100)), PyTorch's."""
+    if p.dtype is not y.dtype:
+        p, y = promote(p, y)
+    floor = p.dtype.type(-100)
+    with np.errstate(divide="ignore"):  # log(0) = -inf, clamped just below
+        log_p, log_q = np.log(p), np.log1p(-p)
+    return p, y, log_p, log_q, -(y * np.maximum(log_p, floor) + (1 - y) * np.maximum(log_q, floor))
+
+
+class SigmoidBinaryCrossEntropy(Function):
+    """binary_cross_entropy(sigmoid(x), y) as one op of the logits x, with p = sigmoid(x) the
+    sigmoid's (rounded) output, as PyTorch computes it:
+        z  = BinaryCrossEntropy's loss of p
+        dx = [g * (p - y) / max(p * (1 - p), 1e-12)] * (1 - p) * p
+        dy = g * (log(1 - p) - log p)
+
+    The bracket is BCE's gradient dp, and (1 - p) * p PyTorch's sigmoid backward, both of the
+    rounded p, so they cancel: |dx| <= |g (p - y)|, and where p(1 - p) rounds below 1e-12 (p
+    rounded to 1, or a tail below 1e-12) dx goes to 0 with the clamped, flat loss. Chaining
+    BCE's dp into minigrad's exact sigmoid derivative instead would divide a rounded 1 - p by
+    an exact one: float32 x = 17, y = 0 gave 41399 (p rounds to 1, so dp = 1e12), x = 15 was
+    15% off.
+    """
+
+    @staticmethod
+    def forward(ctx, x, y, p):
+        p, y, log_p, log_q, loss = _bce_forward(p, y)
+        ctx.save_for_backward(p, y, log_p, log_q)
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):
+        p, y, log_p, log_q = ctx.saved
+        dx, dy = ctx.needs_input_grad
+        q = 1 - p
+        return ((g * (p - y) / np.maximum(q * p, _bce_eps(p)) * q * p if dx else None),
+                (g * (log_q - log_p) if dy else None))
+
+
+def _sigmoid_logits(p: Tensor) -> Tensor | None:
+    """The logits x when p is the output of a sigmoid recorded in the graph (and nothing watches
+    p's own gradient: no hook, no retain_grad), else None."""
+    node = p._node
+    if type(node) is not Sigmoid or node.saved is None or node.out_hooks or node.retained is not None:
+        return None
+    return node.inputs[0]
 
 
 def _weight_tensor(fn: str, weight: Any, like: Tensor, what: str = "weight", fix: str = "") -> Tensor:
@@ -161,25 +220,36 @@ def _weighted(fn: str, loss: Tensor, weight: Any) -> Tensor:
     return loss if weight is None else loss * _weight_tensor(fn, weight, loss)
 
 
-def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None, reduction: str = "mean") -> Tensor:
+def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None, size_average: Any = None,
+                         reduce: Any = None, reduction: str = "mean") -> Tensor:
     """-(y log p + (1 - y) log(1 - p)) for probabilities p = input in [0, 1], each log
     clamped at -100 as in PyTorch; `weight` (broadcast to the input) rescales each element.
     For logits use binary_cross_entropy_with_logits: it is exact where sigmoid rounds to 0 or 1.
 
+    The gradient is PyTorch's: dp = (p - y) / max(p (1 - p), 1e-12). When p is a sigmoid's
+    output, the loss is one op of the logits (`SigmoidBinaryCrossEntropy`): its gradient is
+    PyTorch's through the sigmoid, at most |p - y|, however confident the prediction.
+
     Shape:
         input and target: the same shape (*); weight: broadcasts to (*); output: () or (*).
     """
+    _no_legacy("binary_cross_entropy", size_average, reduce)
     input, target = _pair("binary_cross_entropy", input, target)
     p = input.data
     if p.size and not ((p >= 0) & (p <= 1)).all():
         bad = p[~((p >= 0) & (p <= 1))].flat[0]
         raise ValueError(f"binary_cross_entropy: the input holds {bad}, but every element must be a "
                          "probability in [0, 1] (pass logits to binary_cross_entropy_with_logits)")
-    loss = BinaryCrossEntropy.apply(input, target)
+    logits = _sigmoid_logits(input)
+    if logits is None:
+        loss = BinaryCrossEntropy.apply(input, target)
+    else:
+        loss = SigmoidBinaryCrossEntropy.apply(logits, target, p=p)
     return _reduce("binary_cross_entropy", _weighted("binary_cross_entropy", loss, weight), reduction)
 
 
-def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = None, reduction: str = "mean",
+def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = None, size_average: Any = None,
+                                     reduce: Any = None, reduction: str = "mean",
                                      pos_weight: Any = None) -> Tensor:
     """binary_cross_entropy(sigmoid(x), y), computed from the logits x without the sigmoid:
     (1 - y) * x + l * softplus(-x) with l = 1 + (pos_weight - 1) * y, PyTorch's form, exact
@@ -191,6 +261,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = N
         or broadcasts to (*); output: () or (*).
     """
     fn = "binary_cross_entropy_with_logits"
+    _no_legacy(fn, size_average, reduce)
     x, y = _pair(fn, input, target)
     soft = Softplus.apply(-x, beta=1.0, threshold=float("inf"))  # -log(sigmoid(x))
     if pos_weight is None:
@@ -204,7 +275,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = N
 # ----------------------------------------------------------------------------- divergence
 
 
-def kl_div(input: Tensor, target: Any, reduction: str = "mean", log_target: bool = False) -> Tensor:
+def kl_div(input: Tensor, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+           log_target: bool = False) -> Tensor:
     """KL(target || model) pointwise, with `input` the model's log-probabilities:
     target * (log target - input), 0 where target = 0 (PyTorch's xlogy); with log_target the
     target is given as log-probabilities too: exp(target) * (target - input).
@@ -215,6 +287,7 @@ def kl_div(input: Tensor, target: Any, reduction: str = "mean", log_target: bool
         input: (N, *); target: broadcasts with input; output: () or the broadcast shape.
     """
     fn = "kl_div"
+    _no_legacy(fn, size_average, reduce)
     if not isinstance(input, Tensor):
         raise TypeError(f"{fn}: the input is a {type(input).__name__}, not a Tensor; "
                         "wrap it with mg.tensor(...)")

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from minigrad import Tensor
+from minigrad.ops.reduce import accumulation_dtype
 
 from .functional import _need_nc_input, _need_tensor, _where
 from .module import Module, Parameter
@@ -22,6 +23,12 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
                eps: float = 1e-5) -> Tensor:
     """y = (x - mean) / sqrt(var + eps) * weight[c] + bias[c], with the mean and the biased
     variance over each sample's group of C / num_groups channels and all its positions.
+
+    Each group is first shifted by its first value x0 (a constant, detached): mean, var and
+    x - mean are unchanged, and so is the gradient (y does not depend on a shift), but a
+    constant group's x - x0 is exactly 0, so its y is exactly the bias (a rounded mean of n
+    equal values need not be the value). float16 is computed in float32 and rounded once
+    (`accumulation_dtype`), as in PyTorch.
 
     Shape:
         input: (N, C, *); weight, bias: (C,); output: like input.
@@ -42,9 +49,12 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     if N * per_group == 1:  # torch refuses this too: every group of the batch is one value
         raise ValueError(f"group_norm: expected more than 1 value per group in the batch, got an input of "
                          f"shape {input.shape} and num_groups={num_groups}{_where()}")
-    y = input
+    out_dtype = np.result_type(input.dtype, *(p.dtype for p in (weight, bias) if p is not None))
+    acc = accumulation_dtype(input.dtype)
+    y = input if acc == input.dtype else input.to(acc)
     if per_group:  # an empty group (no positions) has nothing to normalize
-        x = input.reshape(N, num_groups, per_group)
+        x = y.reshape(N, num_groups, per_group)
+        x = x - x.detach()[..., :1]  # shift by each group's first value x0
         mean = x.mean(dim=-1, keepdim=True)  # (N, G, 1)
         var = x.var(dim=-1, keepdim=True, correction=0)  # (N, G, 1)
         y = ((x - mean) / (var + eps).sqrt()).reshape(input.shape)  # (N, C, *)
@@ -53,7 +63,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
         y = y * weight.reshape(per_channel)
     if bias is not None:
         y = y + bias.reshape(per_channel)
-    return y
+    return y if y.dtype == out_dtype else y.to(out_dtype)
 
 
 class GroupNorm(Module):

@@ -50,7 +50,9 @@ def tiled_forward(q, k, v, bias=None, allowed=None, causal_offset=None, *, scale
         3. O_I = acc / l,  and  L_I = m + log(l)  (the row's log-sum-exp; A_ij = exp(S_ij - L_i)).
     Only O and L (Tq numbers per head) are saved, with the inputs. (The code first tries a
     shortcut that skips the search for each tile's max: `_fixed_reference` says why that is
-    exact, and when it does not apply, the rows are redone with the steps above.)
+    exact, and when it does not apply, the rows are redone with the steps above. Values within
+    a factor Tk of the dtype's largest number are summed divided by a power of two, and O
+    multiplied back: `_value_shift`.)
     """
     lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
                                *(m.shape[:-2] for m in (bias, allowed) if m is not None))
@@ -90,6 +92,9 @@ def _forward_heads(qf, kf, vf, tiles: _Tiles, scale: float, acc_l: np.ndarray, l
     # the matmul instead of costing a pass over P. And [Q*scale, -m] [K, 1]^T = S - m: the
     # shortcut below gets S - m straight from the matmul (with 0 for -m, plain S).
     k1t, v1 = _append_t(kf, 1, tiles.bk), _with_column(vf, 1)  # blocks of [K, 1]^T, (N, Tk, dv + 1)
+    shift = _value_shift(vf)  # V near the dtype's max: sum V 2^-k, scale O back by 2^k
+    if shift is not None:
+        v1[:, :, :dv] = np.ldexp(vf, -shift)
     for i0, i1 in tiles.query_blocks():
         acc = acc_l[:, i0:i1]
         qi = qf[:, i0:i1] * dtype.type(scale)  # Q_I * scale
@@ -114,7 +119,32 @@ def _forward_heads(qf, kf, vf, tiles: _Tiles, scale: float, acc_l: np.ndarray, l
         empty = total == 0  # a row with nothing allowed: O = 0, L = 0 (never used)
         total[empty] = 1
         acc[:, :, :dv] /= total  # 3.
+        if shift is not None:
+            acc[:, :, :dv] = np.ldexp(acc[:, :, :dv], shift)
         lse[:, i0:i1] = np.where(empty, 0, m + np.log(total))
+
+
+def _value_shift(vf: np.ndarray) -> np.ndarray | None:
+    """Per head and value column (N, 1, dv), the power of two 2^k that V is divided by in the
+    forward's sums, or None when every k is 0 (the usual case).
+
+    Against the running max every weight exp(S_ij - m) is at most 1, so a row's running sum
+    acc = sum_j exp(S_ij - m) v_j stays within Tk max_j |v_j| (and the shortcut's, which may
+    be larger, is checked for overflow and redone). Values within a factor Tk of the dtype's
+    largest number could make acc overflow though O = acc / l, a weighted mean of the values,
+    is finite: V 2^-k keeps Tk max |v| 2^-k <= 2^(maxexp - 1), and O is multiplied back by
+    2^k. Powers of two are exact (up to values that the division takes below the normal
+    range, next to values 2^maxexp / Tk larger in their column)."""
+    tk = vf.shape[1]
+    if tk == 0:
+        return None
+    top = np.abs(vf).max(axis=1, keepdims=True)  # (N, 1, dv)
+    top[~np.isfinite(top)] = 0  # inf and NaN pass through as they are
+    exponent = np.frexp(top)[1]  # top < 2**exponent
+    shift = exponent + math.ceil(math.log2(tk)) - (np.finfo(vf.dtype).maxexp - 1)
+    if shift.max() <= 0:
+        return None
+    return np.maximum(shift, 0)
 
 
 def tiled_backward(g: np.ndarray, saved: tuple, tiles: _Tiles, scale: float, needs: tuple) -> tuple:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function
-from .reduce import reduce_dims
+from .reduce import narrowed, reduce_dims, scale_of, widened
 
 
 def _fraction(mask: np.ndarray, axes: tuple[int, ...] | None) -> np.ndarray:
@@ -77,32 +77,38 @@ class VectorNorm(Function):
                                                             (0 where x = 0 for p < 1, and where
                                                             z = 0 for p > 1)
 
-    As PyTorch's, the 2-norm squares without rescaling, so it overflows to inf once the sum of
-    squares does (|x| past ~1e19 in float32); NaN propagates for every p.
+    A p-norm for p other than 0, 1 and +-inf is computed on x / c, c = `scale_of(x)` (a power
+    of two near max |x|, or for p < 0 near min |x|, whose term then dominates): z = c z', so
+    no power can overflow or underflow where z itself fits the dtype (PyTorch's 2-norm of
+    float32 [1e20, 1e20] is inf; here 1.4e20). Its backward uses the ratio |x| / z, at most 1
+    for p >= 1. float16 is summed in float32 (`accumulation_dtype`). NaN propagates for every p.
     """
 
     @staticmethod
     def forward(ctx, x, *, ord=2, dim=None, keepdim=False):
         axes = reduce_dims(dim, x.ndim, "vector_norm")
         check_norm_input(x, ord, axes)
-        ctx.axes, ctx.keepdim, ctx.ord = axes, keepdim, ord
+        ctx.axes, ctx.keepdim, ctx.ord, ctx.dtype = axes, keepdim, ord, x.dtype
+        x = widened(x)
         a = np.abs(x)
         with np.errstate(divide="ignore", over="ignore"):  # 0 ** negative p is inf, as it should be
             if ord == 0:
-                z = (x != 0).sum(axis=axes, keepdims=keepdim).astype(x.dtype)
+                z = (x != 0).sum(axis=axes, keepdims=True).astype(x.dtype)
             elif ord == 1:
-                z = a.sum(axis=axes, keepdims=keepdim)
-            elif ord == 2:
-                z = np.sqrt((x * x).sum(axis=axes, keepdims=keepdim))
+                z = a.sum(axis=axes, keepdims=True)
             elif ord == np.inf:
-                z = a.max(axis=axes, keepdims=keepdim)
+                z = a.max(axis=axes, keepdims=True)
             elif ord == -np.inf:
-                z = a.min(axis=axes, keepdims=keepdim)
+                z = a.min(axis=axes, keepdims=True)
             else:
-                z = ((a ** ord).sum(axis=axes, keepdims=keepdim)) ** (1.0 / ord)
-        z = np.asarray(z, dtype=x.dtype)
-        ctx.save_for_backward(x, z)
-        return z
+                c = scale_of(a, axes) if ord > 0 else _min_scale(a, axes)
+                scaled = a / c
+                if ord == 2:
+                    z = np.sqrt((scaled * scaled).sum(axis=axes, keepdims=True)) * c
+                else:
+                    z = (scaled ** ord).sum(axis=axes, keepdims=True) ** (1.0 / ord) * c
+        ctx.save_for_backward(x, z)  # z keeps the reduced axes
+        return narrowed(z if keepdim else np.squeeze(z, axis=axes), ctx.dtype)
 
     @staticmethod
     def backward(ctx, g):
@@ -110,19 +116,27 @@ class VectorNorm(Function):
         p = ctx.ord
         if p == 0:
             return None
+        g = widened(g)
         if not ctx.keepdim and ctx.axes:
-            g, z = np.expand_dims(g, ctx.axes), np.expand_dims(z, ctx.axes)
+            g = np.expand_dims(g, ctx.axes)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if p == 1:
-                return g * _sign(x)
-            if p == 2:
-                return g * np.where(z == 0, 0, x / np.where(z == 0, 1, z))
-            a = np.abs(x)
-            if np.isinf(p):
+                dx = g * _sign(x)
+            elif p == 2:
+                dx = g * np.where(z == 0, 0, x / np.where(z == 0, 1, z))
+            elif np.isinf(p):
+                a = np.abs(x)
                 mask = (a == z) | np.isnan(a)
-                return g * _sign(x) * _fraction(mask, ctx.axes)
-            if p < 1:
-                scaled = np.where(x == 0, 0, _sign(x) * a ** (p - 1))
-                return scaled * g * z ** (1 - p)
-            scale = np.where(z == 0, 0, g / np.where(z == 0, 1, z ** (p - 1)))
-            return _sign(x) * a ** (p - 1) * scale
+                dx = g * _sign(x) * _fraction(mask, ctx.axes)
+            else:  # g sign(x) (|x| / z)^(p - 1): 0 where x = 0 (p < 1) and where z = 0 (p > 1;
+                ratio = np.abs(x) / z  # for p < 1, a z of 0 gives inf ** (p - 1) = 0, right)
+                zero = (x == 0) if p < 1 else (z == 0)
+                dx = np.where(zero, 0, _sign(x) * ratio ** (p - 1)) * g
+        return narrowed(dx, ctx.dtype)
+
+
+def _min_scale(a: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """`scale_of` for a p-norm with p < 0, where the smallest |x| dominates: a power of two
+    near min |x| over axes (1 where that is 0, the norm then being 0)."""
+    low = np.min(np.where(np.isnan(a), np.inf, a), axis=axes, keepdims=True, initial=np.inf)
+    return scale_of(np.where(np.isfinite(low), low, 0).astype(a.dtype, copy=False), ())
