@@ -199,8 +199,8 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
     if ref is None:  # two numbers: where(c, 1, 0) is int64, where(c, 1, 0.5) float32 (as PyTorch)
         dtype = result_type(input, other)
         a, b = (Tensor._make(np.asarray(v, dtype=dtype), None) for v in (input, other))
-    a = a if a is not None else ref._other(input)
-    b = b if b is not None else a._other(other)
+    a = a if a is not None else ref._other(input, fill="where")
+    b = b if b is not None else a._other(other, fill="where")
     try:
         return Where.apply(cond, a, b)
     except ValueError:

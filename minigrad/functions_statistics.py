@@ -46,9 +46,11 @@ def logsumexp(input: Any, dim: Dim, keepdim: bool = False) -> Tensor:
     return as_tensor(input).logsumexp(dim, keepdim)
 
 
-def var(input: Any, dim: Dim = None, *, correction: int = 1, keepdim: bool = False) -> Tensor:
-    return as_tensor(input).var(dim, keepdim, correction)
+def var(input: Any, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None) -> Tensor:
+    return as_tensor(input).var(dim, unbiased, keepdim, correction=correction)
 
 
-def std(input: Any, dim: Dim = None, *, correction: int = 1, keepdim: bool = False) -> Tensor:
-    return as_tensor(input).std(dim, keepdim, correction)
+def std(input: Any, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None) -> Tensor:
+    return as_tensor(input).std(dim, unbiased, keepdim, correction=correction)

@@ -23,7 +23,7 @@ from .ops.elementwise import (
     Sub,
 )
 from .ops.linalg import MatMul
-from .ops.promotion import result_type, scalar_dtype
+from .ops.promotion import result_type, scalar_array
 from .tensor_arithmetic import ArithmeticMethods
 from .tensor_dtype import DtypeMethods
 from .tensor_indexing import IndexingMethods
@@ -295,13 +295,15 @@ class Tensor(ArithmeticMethods, MathMethods, PointwiseMethods, ShapeMethods, Ord
 
     # ------------------------------------------------------------------ arithmetic
 
-    def _other(self, other: Any) -> Tensor:
+    def _other(self, other: Any, fill: str | None = None) -> Tensor:
         """A Python number takes this tensor's dtype unless its kind is higher (promotion.py):
-        it never promotes float32, `index + 1` stays an integer index, `bool_mask + 1` is int64."""
+        it never promotes float32, `index + 1` stays an integer index, `bool_mask + 1` is int64;
+        an int too wide for an integer dtype wraps into it, as in PyTorch, unless it is a value
+        to write (`fill` names the op: it is refused then; see `scalar_array`)."""
         if isinstance(other, Tensor):
             return other
         if isinstance(other, (bool, int, float)):
-            return Tensor._make(np.asarray(other, dtype=scalar_dtype(self.dtype, other)), None)
+            return Tensor._make(scalar_array(self.dtype, other, fill), None)
         return Tensor._make(to_array(other), None)
 
     def _binary(self, op: type[autograd.Function], a: Tensor, b: Tensor, **options: Any) -> Tensor:

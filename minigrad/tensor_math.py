@@ -18,6 +18,29 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 
+def variance_options(op: str, dim: Any, unbiased: Any, keepdim: Any, correction: Any) -> dict:
+    """torch's arguments of var and std as the op's (dim, keepdim, correction).
+
+    torch has three forms: var(dim, unbiased=True, keepdim=False), var(dim=None, *,
+    correction=1, keepdim=False) and var(unbiased) (a bool first); unbiased=True is
+    correction 1 (divide by n - 1), False correction 0 (divide by n)."""
+    if isinstance(dim, (bool, np.bool_)):  # x.var(False): the unbiased form
+        if unbiased is not None:
+            raise TypeError(f"{op}: got a bool dim ({dim}) and unbiased={unbiased!r}; the dims are "
+                            "ints, and a lone bool is unbiased")
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{op}: give unbiased={unbiased!r} or correction={correction!r}, not both")
+    if unbiased is not None and not isinstance(unbiased, (bool, np.bool_)):
+        raise TypeError(f"{op}: unbiased (the second positional argument, as in torch) must be a bool, "
+                        f"not {unbiased!r}; for another divisor pass correction={unbiased!r}")
+    if correction is None:
+        correction = 0 if unbiased is False or unbiased is np.False_ else 1
+    elif isinstance(correction, (bool, np.bool_)) or not isinstance(correction, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{op}: correction must be a number (n - correction divides), not {correction!r}")
+    return {"dim": dim, "keepdim": bool(keepdim), "correction": correction}
+
+
 class MathMethods:
     """The math methods of Tensor (see tensor.py for the rest)."""
 
@@ -67,7 +90,7 @@ class MathMethods:
         (`int_tensor.clip(0.5, 1.5)` is float32, as in PyTorch)."""
         if min is None and max is None:
             raise ValueError("clip: give at least one of min and max")
-        bounds = [self._other(b) for b in (min, max) if b is not None]
+        bounds = [self._other(b, fill="clip") for b in (min, max) if b is not None]
         try:
             return Clip.apply(self, *bounds, low=min is not None, high=max is not None)
         except ValueError:
@@ -138,15 +161,20 @@ class MathMethods:
         """The smallest values over dim (one, several or all), ties sharing the gradient."""
         return Min.apply(self, dim=dim, keepdim=keepdim)
 
-    def var(self, dim: Dim = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-        """Variance over dim; correction=1 divides by n - 1 (unbiased), as PyTorch."""
+    def var(self, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
+            correction: float | None = None) -> Tensor:
+        """Variance over dim, dividing by n - correction; torch's arguments: var(dim, unbiased,
+        keepdim) or var(dim, correction=..., keepdim=...) (unbiased=True, the default, is
+        correction=1; False is 0), and var(False) (see `variance_options`)."""
         self._float_only("var")
-        return Var.apply(self, dim=dim, keepdim=keepdim, correction=correction)
+        return Var.apply(self, **variance_options("var", dim, unbiased, keepdim, correction))
 
-    def std(self, dim: Dim = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-        """Standard deviation over dim; a constant slice gets gradient 0, as in PyTorch."""
+    def std(self, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
+            correction: float | None = None) -> Tensor:
+        """Standard deviation over dim, with var's arguments; a constant slice gets gradient 0,
+        as in PyTorch."""
         self._float_only("std")
-        return Std.apply(self, dim=dim, keepdim=keepdim, correction=correction)
+        return Std.apply(self, **variance_options("std", dim, unbiased, keepdim, correction))
 
     def logsumexp(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
         return LogSumExp.apply(self, dim=dim, keepdim=keepdim)

@@ -276,6 +276,10 @@ class PointwiseMethods:
     # ------------------------------------------------------------------ comparisons (no grad)
 
     def _compare(self, other: Any, op: Callable) -> Tensor:
+        """op(self, other) elementwise, a bool tensor. A Python int beside an integer tensor is
+        first wrapped to its dtype, as in PyTorch (int8 < 300 is int8 < 44; see scalar_array)."""
+        if isinstance(other, int) and not isinstance(other, bool) and self.dtype.kind in "iu":
+            other = self._other(other)
         return self._make(np.asarray(op(self.data, getattr(other, "data", other))), None)
 
     def __lt__(self, other: Any) -> Tensor:

@@ -85,20 +85,20 @@ def _int_array(fn: str, what: str, t: Any) -> np.ndarray:
 # ----------------------------------------------------------------------------- linear, embedding
 
 
-def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """y = x @ weight^T + bias, with weight (out_features, in_features) as in PyTorch.
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """y = input @ weight^T + bias, with weight (out_features, in_features) as in PyTorch.
 
     Shape:
-        x: (*, in_features); weight: (out_features, in_features); bias: (out_features);
+        input: (*, in_features); weight: (out_features, in_features); bias: (out_features);
         output: (*, out_features).
     """
-    _need_tensor("linear", "the input", x)
+    _need_tensor("linear", "the input", input)
     _need_tensor("linear", "the weight", weight)
     if bias is not None:
         _need_tensor("linear", "the bias", bias)
-    if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+    if weight.ndim != 2 or input.ndim == 0 or input.shape[-1] != weight.shape[1]:
         raise ValueError(
-            f"linear: input of shape {x.shape} does not fit weight of shape {weight.shape} "
+            f"linear: input of shape {input.shape} does not fit weight of shape {weight.shape} "
             "(the input's last dimension must equal weight.shape[1] = in_features)"
         )
     if bias is not None and bias.shape != weight.shape[:1]:  # numpy would broadcast, or fail unnamed
@@ -106,26 +106,26 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"linear: bias has shape {bias.shape} but weight {weight.shape} needs {weight.shape[:1]}"
             f"{_where()} (one bias per output feature)"
         )
-    if x.dtype.kind not in "fc":  # numpy would silently compute in float64; PyTorch raises
+    if input.dtype.kind not in "fc":  # numpy would silently compute in float64; PyTorch raises
         # (A float64 input to float32 weights is allowed: it computes in float64, which the
         # float64 gradient checks of float32 modules rely on.)
         raise TypeError(
-            f"linear: input of dtype {x.dtype} and weight of dtype {weight.dtype} differ{_where()}; "
+            f"linear: input of dtype {input.dtype} and weight of dtype {weight.dtype} differ{_where()}; "
             f"convert the input with {_CONVERT.get(weight.dtype.name, f'x.to({weight.dtype.name})')}"
         )
-    # Fused (one matrix product, see kernels.Linear); the same as `x @ weight.T + bias`.
-    return kernels.Linear.apply(x, weight) if bias is None else kernels.Linear.apply(x, weight, bias)
+    # Fused (one matrix product, see kernels.Linear); the same as `input @ weight.T + bias`.
+    return kernels.Linear.apply(input, weight) if bias is None else kernels.Linear.apply(input, weight, bias)
 
 
-def embedding(idx: Any, weight: Tensor, padding_idx: int | None = None) -> Tensor:
-    """The rows of `weight` at the integer ids `idx`; the padding row gets no gradient.
+def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """The rows of `weight` at the integer ids `input`; the padding row gets no gradient.
 
     Shape:
-        idx: any shape (*), integers in [0, num_embeddings); weight: (num_embeddings, dim);
+        input: any shape (*), integers in [0, num_embeddings); weight: (num_embeddings, dim);
         output: (*, dim).
     """
     _need_tensor("embedding", "the weight", weight)
-    ids = _int_array("embedding", "the input", idx)
+    ids = _int_array("embedding", "the input", input)
     n = weight.shape[0]
     if ids.size and (ids.min() < 0 or ids.max() >= n):
         bad = int(ids.max()) if ids.max() >= n else int(ids.min())
@@ -148,37 +148,37 @@ def _padding_index(padding_idx: int, n: int) -> int:
 # ----------------------------------------------------------------------------- activations
 
 
-def relu(x: Tensor) -> Tensor:
-    _need_tensor("relu", "the input", x)
-    return x.relu()
+def relu(input: Tensor) -> Tensor:
+    _need_tensor("relu", "the input", input)
+    return input.relu()
 
 
-def tanh(x: Tensor) -> Tensor:
-    _need_tensor("tanh", "the input", x)
-    return x.tanh()
+def tanh(input: Tensor) -> Tensor:
+    _need_tensor("tanh", "the input", input)
+    return input.tanh()
 
 
-def sigmoid(x: Tensor) -> Tensor:
-    _need_tensor("sigmoid", "the input", x)
-    return x.sigmoid()
+def sigmoid(input: Tensor) -> Tensor:
+    _need_tensor("sigmoid", "the input", input)
+    return input.sigmoid()
 
 
-def gelu(x: Tensor, approximate: str = "none") -> Tensor:
-    """x * Phi(x), with the exact erf form ("none") or the tanh approximation ("tanh")."""
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """input * Phi(input), with the exact erf form ("none") or the tanh approximation ("tanh")."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
-    _need_tensor("gelu", "the input", x)
-    return kernels.GELU.apply(x, approximate=approximate)
+    _need_tensor("gelu", "the input", input)
+    return kernels.GELU.apply(input, approximate=approximate)
 
 
-def softmax(x: Tensor, dim: int = -1) -> Tensor:
-    _need_tensor("softmax", "the input", x)
-    return Softmax.apply(x, dim=dim)
+def softmax(input: Tensor, dim: int = -1) -> Tensor:
+    _need_tensor("softmax", "the input", input)
+    return Softmax.apply(input, dim=dim)
 
 
-def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
-    _need_tensor("log_softmax", "the input", x)
-    return LogSoftmax.apply(x, dim=dim)
+def log_softmax(input: Tensor, dim: int = -1) -> Tensor:
+    _need_tensor("log_softmax", "the input", input)
+    return LogSoftmax.apply(input, dim=dim)
 
 
 # ----------------------------------------------------------------------------- losses
@@ -213,15 +213,15 @@ def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor 
     return kernels.LayerNorm.apply(x, *params, ndim=len(shape), eps=eps)
 
 
-def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
+def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     """Inverted dropout: zero each element with probability p and scale the rest by 1 / (1 - p);
     the identity when not training or p == 0. p must lie in [0, 1)."""
     if not 0.0 <= p < 1.0:
         raise ValueError(f"dropout: p must lie in [0, 1), not {p}")
-    _need_tensor("dropout", "the input", x)
+    _need_tensor("dropout", "the input", input)
     if not training or p == 0.0:
-        return x
-    return kernels.Dropout.apply(x, p=p)
+        return input
+    return kernels.Dropout.apply(input, p=p)
 
 
 from .activations import (  # noqa: E402, F401

@@ -28,21 +28,26 @@ from .tiled_attention import BLOCK_K, BLOCK_Q, TiledAttention
 
 
 def attention_reference(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    mask: Tensor | np.ndarray | None = None,
-    is_causal: bool = False,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | np.ndarray | None = None,
     dropout_p: float = 0.0,
+    is_causal: bool = False,
+    *,
     scale: float | None = None,
     need_weights: bool = False,
+    mask: Tensor | np.ndarray | None = None,
 ) -> Tensor | tuple[Tensor, Tensor]:
     """Attention composed from Tensor ops, the lecture's three lines: read this one first.
 
-    Same arguments and results as `scaled_dot_product_attention`, except that the returned
-    weights stay in the graph (they are the softmax output); every op is its own node, so
-    `draw_graph` shows the pipeline and a gradient check can go through each step.
+    Same arguments, in the same order, and results as `scaled_dot_product_attention`, except
+    that the returned weights stay in the graph (they are the softmax output); every op is its
+    own node, so `draw_graph` shows the pipeline and a gradient check can go through each step.
     """
+    q, k, v = query, key, value
+    mask = _one_mask("attention_reference", attn_mask, mask)
+    _check_flags("attention_reference", dropout_p, is_causal)
     bias, allowed = _prepare("attention_reference", q, k, v, mask, is_causal, dropout_p)
     scale = _default_scale(q.shape[-1]) if scale is None else float(scale)
     # Each intermediate carries a name, so that draw_graph shows the lecture's pipeline.
@@ -74,16 +79,22 @@ def attention_reference(
 
 
 def scaled_dot_product_attention(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    mask: Tensor | np.ndarray | None = None,
-    is_causal: bool = False,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | np.ndarray | None = None,
     dropout_p: float = 0.0,
+    is_causal: bool = False,
+    *,
     scale: float | None = None,
     need_weights: bool = False,
+    mask: Tensor | np.ndarray | None = None,
 ) -> Tensor | tuple[Tensor, Tensor]:
     """softmax(q k^T * scale + mask) v, through the fused `Attention` op.
+
+    PyTorch's parameters in PyTorch's order: query, key, value, attn_mask, dropout_p, is_causal
+    by position or keyword, scale by keyword only (its enable_gqa is not there); need_weights
+    is minigrad's, keyword only, and `mask=` is accepted as another name for attn_mask.
 
     From TILED_MIN_SCORES scores (batch * Tq * Tk) on, with Tq and Tk from TILED_MIN_LENGTH on,
     when nothing needs the weights themselves (no dropout, no `need_weights`, no open
@@ -91,23 +102,27 @@ def scaled_dot_product_attention(
     instead (`tiled_attention`): the same results, without storing the (Tq, Tk) weights.
 
     Args:
-        q: queries (..., Tq, d).
-        k: keys (..., Tk, d).
-        v: values (..., Tk, dv). Leading axes of q, k and v broadcast.
-        mask: bool (True = may attend) or float (added to the scores, and differentiable),
+        query: queries q (..., Tq, d).
+        key: keys k (..., Tk, d).
+        value: values v (..., Tk, dv). Leading axes of q, k and v broadcast.
+        attn_mask: bool (True = may attend) or float (added to the scores, and differentiable),
             broadcasting to (..., Tq, Tk). See `minigrad.nn.attention` for the rule.
-        is_causal: also forbid key j for query i when j > i. The mask is aligned top-left
-            (tril(ones(Tq, Tk)), as in PyTorch); with `mask` too, a key must pass both.
         dropout_p: probability of zeroing an attention weight (inverted dropout, drawn from the
             global generator). Pass 0 in evaluation.
+        is_causal: also forbid key j for query i when j > i. The mask is aligned top-left
+            (tril(ones(Tq, Tk)), as in PyTorch); with `attn_mask` too, a key must pass both.
         scale: multiplies the scores; defaults to 1 / sqrt(d).
         need_weights: also return the attention weights A.
+        mask: the same as attn_mask (give one of the two).
 
     Returns:
         out (..., Tq, dv), or (out, weights) with weights (..., Tq, Tk): the softmax output
         before dropout, a copy detached from the graph (no gradient flows through it; use
         `attention_reference` to differentiate through the weights).
     """
+    q, k, v = query, key, value
+    mask = _one_mask("scaled_dot_product_attention", attn_mask, mask)
+    _check_flags("scaled_dot_product_attention", dropout_p, is_causal)
     scores = _score_count(q, k)  # 0 for input that _prepare rejects below
     if scores and use_tiled(scores, q.shape[-2], k.shape[-2], dropout_p, need_weights or bool(_recorders)):
         return tiled_attention(q, k, v, mask, is_causal, scale)
@@ -213,6 +228,26 @@ def _score_count(q: Any, k: Any) -> int:
     if len(qs) < 2 or len(ks) < 2:
         return 0
     return max(math.prod(qs[:-2]), math.prod(ks[:-2])) * qs[-2] * ks[-2]
+
+
+def _one_mask(name: str, attn_mask: Any, mask: Any) -> Any:
+    """The mask given as attn_mask (PyTorch's name) or mask (minigrad's older name), not both."""
+    if mask is None:
+        return attn_mask
+    if attn_mask is not None:
+        raise TypeError(f"{name}: got both attn_mask and mask, which name the same argument; give one")
+    return mask
+
+
+def _check_flags(name: str, dropout_p: Any, is_causal: Any) -> None:
+    """dropout_p a probability and is_causal a bool, so that arguments given by position in
+    another order than PyTorch's (attn_mask, dropout_p, is_causal) are refused."""
+    if isinstance(dropout_p, (bool, np.bool_)) or not isinstance(dropout_p, (int, float, np.number)):
+        raise TypeError(f"{name}: dropout_p must be a probability (a float in [0, 1]), not {dropout_p!r}; "
+                        "PyTorch's order is (query, key, value, attn_mask, dropout_p, is_causal)")
+    if not isinstance(is_causal, (bool, np.bool_)):
+        raise TypeError(f"{name}: is_causal must be a bool, not {is_causal!r}; PyTorch's order is "
+                        "(query, key, value, attn_mask, dropout_p, is_causal)")
 
 
 def _prepare(name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, is_causal: bool,

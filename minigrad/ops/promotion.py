@@ -77,6 +77,39 @@ def scalar_dtype(dtype: np.dtype, value: Any) -> np.dtype:
     return dtype if cat <= category(dtype) else _DEFAULT[cat]
 
 
+# The Python ints PyTorch converts to a tensor's integer dtype: those of int64 or uint64.
+_PYTHON_INT_RANGE = (-(2**63), 2**64 - 1)
+
+
+def scalar_array(dtype: np.dtype, value: Any, fill: str | None = None) -> np.ndarray:
+    """A Python number as the 0-d array it is beside a tensor of `dtype` (of `scalar_dtype`).
+
+    A Python int that takes an integer dtype too narrow for it is wrapped into that dtype, two's
+    complement (value mod 2**bits), as PyTorch does for the binary ops, arithmetic, bitwise and
+    comparisons alike: `int32 | 0xFFFFFFFF` is `int32 | -1`, `int8 + 300` is `int8 + 44`,
+    `uint8 | 256` is `uint8 | 0`, `int32 < 2**32` is `int32 < 0`. PyTorch takes ints in
+    [-2**63, 2**64) only; an int beyond is refused. Where the number is a value to write (the
+    bounds of clamp, the values of where: `fill` names the op), PyTorch refuses an int out of
+    the dtype's range instead of wrapping it, and so does this.
+    """
+    target = scalar_dtype(dtype, value)
+    if target.kind in "iu" and isinstance(value, int) and not isinstance(value, bool):
+        info = np.iinfo(target)
+        if not info.min <= value <= info.max:
+            if fill is not None:
+                raise OverflowError(f"{fill}: the value {value} cannot be converted to {target} without "
+                                    f"overflow (it lies outside [{info.min}, {info.max}])")
+            low, high = _PYTHON_INT_RANGE
+            if not low <= value <= high:
+                raise OverflowError(f"the Python int {value} is too big to convert to {target} (PyTorch "
+                                    f"takes ints in [-2**63, 2**64), wrapped to the tensor's dtype)")
+            bits = 8 * target.itemsize
+            value %= 2**bits
+            if target.kind == "i" and value >= 2 ** (bits - 1):
+                value -= 2**bits
+    return np.asarray(value, dtype=target)
+
+
 def promote(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     """The arrays converted to their `result_type` (no copy for those that already have it)."""
     first = arrays[0].dtype

@@ -228,3 +228,50 @@ def test_nll_loss_positional_order_and_legacy_arguments():
         F.cross_entropy(mg.tensor(logp), mg.tensor(t), None, True)
     with pytest.raises(ValueError, match=r"a float target holds class probabilities and must have the"):
         F.cross_entropy(mg.tensor(logp), mg.tensor(t.astype(np.float64)))
+
+
+# ----------------------------------------------------------------------------- scaled_dot_product_attention
+
+
+def _sdpa_inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((2, 3, 5, 4)) for _ in range(3)]
+
+
+@pytest.mark.parametrize("args, kw", [
+    ((None, 0.0, True), {}), ((None, 0.0, False), {}), ((None, 0.0, True), {"scale": 0.3}), ((None,), {}),
+], ids=["causal", "not-causal", "causal-scale", "mask-only"])
+def test_sdpa_positional_order_is_torchs(args, kw):
+    """(query, key, value, attn_mask, dropout_p, is_causal) by position and scale by keyword,
+    as in PyTorch: `sdpa(q, k, v, None, 0.0, True)` is causal attention (it ran with
+    dropout_p=True, all zeros)."""
+    q, k, v = _sdpa_inputs()
+    got = F.scaled_dot_product_attention(*(mg.tensor(a) for a in (q, k, v)), *args, **kw)
+    want = TF.scaled_dot_product_attention(*(torch.tensor(a) for a in (q, k, v)), *args, **kw)
+    np.testing.assert_allclose(got.data, want.numpy(), rtol=1e-10, atol=1e-12)
+    ref = F.attention_reference(*(mg.tensor(a) for a in (q, k, v)), *args, **kw)
+    np.testing.assert_allclose(ref.data, want.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_sdpa_positional_mask_and_the_mask_keyword():
+    q, k, v = _sdpa_inputs(1)
+    allowed = np.random.default_rng(2).random((5, 5)) < 0.7
+    allowed[:, 0] = True
+    want = TF.scaled_dot_product_attention(*(torch.tensor(a) for a in (q, k, v)), torch.tensor(allowed))
+    for got in (F.scaled_dot_product_attention(*(mg.tensor(a) for a in (q, k, v)), allowed),
+                F.scaled_dot_product_attention(*(mg.tensor(a) for a in (q, k, v)), attn_mask=allowed),
+                F.scaled_dot_product_attention(*(mg.tensor(a) for a in (q, k, v)), mask=allowed)):
+        np.testing.assert_allclose(got.data, want.numpy(), rtol=1e-10, atol=1e-12)
+    with pytest.raises(TypeError, match="got both attn_mask and mask"):
+        F.scaled_dot_product_attention(*(mg.tensor(a) for a in (q, k, v)), allowed, mask=allowed)
+    with pytest.raises(TypeError):  # scale is keyword-only in PyTorch's builtin, too
+        TF.scaled_dot_product_attention(*(torch.tensor(a) for a in (q, k, v)), None, 0.0, False, 0.5)
+    with pytest.raises(TypeError):
+        F.scaled_dot_product_attention(*(mg.tensor(a) for a in (q, k, v)), None, 0.0, False, 0.5)
+
+
+@pytest.mark.parametrize("args, bad", [((None, True), "dropout_p"), ((None, 0.0, 0.0), "is_causal")])
+def test_sdpa_refuses_flags_in_the_old_order(args, bad):
+    q, k, v = (mg.tensor(a) for a in _sdpa_inputs())
+    with pytest.raises(TypeError, match=f"scaled_dot_product_attention: {bad} must be"):
+        F.scaled_dot_product_attention(q, k, v, *args)
