@@ -2,10 +2,17 @@
 
 The file is an ordinary .npz (a zip of .npy files, one per key), readable by `np.load`.
 Only arrays that load can read back without pickle are ever written.
+
+`load` checks a file before it allocates anything: every member's .npy header is read and its
+declared size (prod(shape) * itemsize) compared with the member's size in the zip directory,
+and the declared sizes together must fit in `memory_budget()`. A damaged file (truncated,
+corrupt, a header that lies), a file that is not an archive of arrays and one too large to hold
+are each refused with a `CheckpointError` (a ValueError) of one line naming the file.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 import uuid
@@ -18,6 +25,52 @@ from .tensor import Tensor
 
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a zip with members, an empty zip
 _NPY_MAGIC = b"\x93NUMPY"
+
+# The most bytes `load` allocates for one file's arrays, on any machine (less where there is
+# less memory: see `memory_budget`). minigrad's models are megabytes; this leaves room for
+# much larger ones while refusing a file that would inflate past what a machine can hold.
+MAX_LOAD_BYTES = 8 * 2**30
+
+
+class CheckpointError(ValueError):
+    """A file refused by `load` or by a checkpoint reader: damaged, not ours, or too large.
+    Its message is one line naming the file, the part at fault and what was expected."""
+
+
+def memory_budget() -> int:
+    """The bytes that reading a file may allocate: `MAX_LOAD_BYTES`, or less where the machine
+    has less physical memory, or the process a smaller address-space limit (`ulimit -v`) minus
+    what it has mapped already."""
+    budget = MAX_LOAD_BYTES
+    try:
+        budget = min(budget, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows), or no such name
+        pass
+    try:
+        import resource
+    except ImportError:  # Windows
+        return budget
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        budget = min(budget, soft - _mapped_bytes())
+    return max(budget, 0)
+
+
+def _mapped_bytes() -> int:
+    """The process's address space in use (Linux's /proc/self/statm), 0 where unknown."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0
+
+
+def format_size(n: int) -> str:
+    """n bytes for a message: "1,234 bytes", "3.2 MiB", "140.0 TiB"."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:,} bytes"
 
 
 def _as_array(key: Any, value: Any) -> np.ndarray:
@@ -119,8 +172,9 @@ def clean_temporaries(folder: str | os.PathLike) -> list[str]:
 
 
 def pid_running(pid: int) -> bool:
-    """Whether a process with this id exists (signal 0 checks without sending anything)."""
-    if pid <= 0:
+    """Whether a process with this id exists (signal 0 checks without sending anything). An id
+    no process can have (<= 0, or beyond the C int the kernel takes) is no running process."""
+    if not 0 < pid < 2**31:
         return False
     if os.name == "nt":  # there os.kill(pid, 0) would end the process: ask the kernel instead
         import ctypes
@@ -154,37 +208,97 @@ def _write_npz(f: Any, arrays: Mapping[str, np.ndarray]) -> None:
 
 
 def load(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Read a dict of arrays written by `save` (no pickled objects are ever loaded)."""
+    """Read a dict of arrays written by `save` (no pickled objects are ever loaded).
+
+    Nothing is allocated before the whole file is checked: each member's .npy header must
+    parse and declare exactly the bytes the zip directory says the member holds, and the
+    declared sizes together must fit in `memory_budget()`. Raises FileNotFoundError for a
+    missing file and `CheckpointError` (a ValueError) for a file that is damaged (truncated,
+    corrupt, a header that lies), one that is not an archive of arrays, or one too large.
+    """
     name = os.fspath(path)
     try:
         with open(path, "rb") as fh:
             magic = fh.read(6)
             fh.seek(0)
+            if not magic:
+                raise CheckpointError(f"load: {name} is damaged (the file is empty)")
             if magic.startswith(_NPY_MAGIC):
-                raise ValueError("it holds one .npy array, as np.save writes, not an archive of named "
-                                 "arrays: read it with np.load, or write a dict of arrays with save")
+                raise _not_ours(name, "it holds one .npy array, as np.save writes, not an archive of named "
+                                "arrays: read it with np.load, or write a dict of arrays with save")
             if magic[:4] not in _ZIP_MAGIC:
-                raise ValueError("not a .npz archive")
+                raise _not_ours(name, "not a .npz archive")
             with zipfile.ZipFile(fh) as zf:
-                other = [m for m in zf.namelist() if not m.endswith(".npy")]
+                members = zf.infolist()
+                other = [m.filename for m in members if not m.filename.endswith(".npy")]
                 if other:  # a zip, but not of arrays
-                    raise ValueError(f"a zip archive whose member {other[0]!r} is not a .npy array")
-                return {_key(member): _read_member(zf, member) for member in zf.namelist()}
+                    raise _not_ours(name, f"a zip archive whose member {other[0]!r} is not a .npy array")
+                names = [m.filename for m in members]
+                twice = sorted({n for n in names if names.count(n) > 1})
+                if twice:
+                    raise CheckpointError(f"load: {name} is damaged (two members named {twice[0]!r})")
+                total = sum(_checked_size(zf, m, name) for m in members)
+                budget = memory_budget()
+                if total > budget:
+                    raise CheckpointError(
+                        f"load: {name} declares {format_size(total)} of arrays ({len(members)} members), "
+                        f"more than the {format_size(budget)} this process may allocate for a file "
+                        "(minigrad.serialization.MAX_LOAD_BYTES, the machine's memory, ulimit -v)")
+                try:
+                    return {_key(m.filename): _read_member(zf, m.filename, name) for m in members}
+                except MemoryError:  # the budget fitted, the machine did not (other processes)
+                    raise CheckpointError(f"load: {name}: its {format_size(total)} of arrays do not fit "
+                                          "in the memory free now") from None
     except FileNotFoundError:
         raise FileNotFoundError(f"load: no such file: {name}") from None
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:  # truncated or corrupt
-        raise ValueError(f"load: {name} is not a minigrad checkpoint ({e})") from None
+    except CheckpointError:
+        raise
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:  # truncated or corrupt zip
+        raise CheckpointError(f"load: {name} is damaged ({_one_line(e)})") from None
+
+
+def _not_ours(name: str, reason: str) -> CheckpointError:
+    return CheckpointError(f"load: {name} is not a minigrad checkpoint ({reason})")
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
 
 
 def _key(member: str) -> str:
     return member[:-4] if member.endswith(".npy") else member
 
 
-def _read_member(zf: zipfile.ZipFile, member: str) -> np.ndarray:
+def _checked_size(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> int:
+    """The bytes the member's array takes, from its .npy header (nothing else is read), after
+    checking that the header declares exactly the data the zip directory says follows it:
+    prod(shape) * itemsize == file_size - header length."""
+    key = _key(info.filename)
+    with zf.open(info) as f:
+        try:
+            version = np.lib.format.read_magic(f)
+            # Versions 2.0 and 3.0 share a layout (3.0's header is UTF-8, 2.0's latin-1); only
+            # the shape and the dtype's size are needed here, which both spell in ASCII.
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
+            shape, _, dtype = read_header(f)
+        except ValueError as e:
+            raise CheckpointError(f"load: {name} is damaged (member {key!r}: {_one_line(e)})") from None
+        data = info.file_size - f.tell()
+    if dtype.hasobject:
+        raise _not_ours(name, f"key {key!r} holds pickled Python objects")
+    declared = math.prod(shape) * dtype.itemsize  # Python ints: no overflow for any header
+    if declared != data:
+        raise CheckpointError(
+            f"load: {name} is damaged (member {key!r}: its header declares shape {tuple(shape)} of "
+            f"{dtype}, {format_size(declared)}, but the member holds {format_size(max(data, 0))} of data)")
+    return declared
+
+
+def _read_member(zf: zipfile.ZipFile, member: str, name: str) -> np.ndarray:
     with zf.open(member) as f:
         try:
             return np.lib.format.read_array(f, allow_pickle=False)
         except ValueError as e:
-            if "allow_pickle" in str(e):  # numpy's advice to unpickle: not for a checkpoint
-                raise ValueError(f"key {_key(member)!r} holds pickled Python objects") from None
-            raise ValueError(f"key {_key(member)!r}: {e}") from None
+            where = f"member {_key(member)!r}"
+            raise CheckpointError(f"load: {name} is damaged ({where}: {_one_line(e)})") from None

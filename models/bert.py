@@ -97,6 +97,16 @@ class BERTConfig:
     type_vocab_size: int = 2  # segments: sentence A and sentence B
     pad_id: int = 0  # the padding token, hidden from attention when no mask is given
 
+    def num_parameters(self) -> int:
+        """BERT's parameter count, from the sizes alone (nothing is built): embeddings
+        (V + segments + T) C + 2 C, per layer 4 C^2 + 4 C + 2 C F + F + C + 4 C (F = mlp_ratio C),
+        the masked-LM head C^2 + 3 C + V (its decoder shares the token embedding) and the
+        next-sentence head C^2 + C + 2 C + 2."""
+        C, F, V = self.embed_dim, self.mlp_ratio * self.embed_dim, self.vocab_size
+        layer = 4 * C * C + 4 * C + 2 * C * F + F + C + 4 * C
+        embed = (V + self.type_vocab_size + self.block_size) * C + 2 * C
+        return embed + self.num_layers * layer + (C * C + 3 * C + V) + (C * C + C + 2 * C + 2)
+
 
 PRESETS = {
     "tiny": dict(block_size=32, embed_dim=32, num_heads=2, num_layers=1, dropout=0.0),

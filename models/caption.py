@@ -109,6 +109,18 @@ class CaptionConfig:
             raise ValueError(f"CaptionConfig: the image ({self.image_height} x {self.image_width}) must "
                              f"divide by {shrink}, the pooling of {len(self.channels)} layers")
 
+    def num_parameters(self) -> int:
+        """The captioner's parameter count, from the sizes alone (nothing is built): 3x3
+        convolutions (9 c_in + 1) c_out, the annotations' LayerNorm 2 F and positions N F, the
+        embedding V E, the first state and cell (F + 1) H each, the additive attention
+        A (H + F) + A, the LSTM cell 4 H (E + F + H) + 8 H and the head (H + F + 1) V."""
+        widths = [self.in_channels, *self.channels, self.feature_dim]
+        convs = sum((9 * a + 1) * b for a, b in zip(widths[:-1], widths[1:]))
+        E, H, Fd = self.embed_dim, self.hidden_size, self.feature_dim
+        A, V = self.attention_dim, self.vocab_size
+        return (convs + 2 * Fd + self.grid_size * Fd + V * E + 2 * (Fd + 1) * H + A * (H + Fd) + A
+                + 4 * H * (E + Fd + H) + 8 * H + (H + Fd + 1) * V)
+
     @property
     def grid(self) -> tuple[int, int]:
         """(h, w) of the last feature map."""

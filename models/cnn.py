@@ -66,6 +66,15 @@ class CNNConfig:
     channels: tuple[int, int, int] = (32, 64, 128)  # C1, C2, C3
     dropout: float = 0.0  # before the head
 
+    def num_parameters(self) -> int:
+        """The CNN's parameter count, from the sizes alone (nothing is built): 3x3 convolutions
+        9 c_in c_out (the first two without bias, each with a BatchNorm's 2 c_out; the third
+        with its bias c_out) and the head (C3 + 1) K. BatchNorm's running statistics are
+        buffers, not parameters."""
+        C1, C2, C3 = self.channels
+        return (9 * self.in_channels * C1 + 2 * C1 + 9 * C1 * C2 + 2 * C2 + 9 * C2 * C3 + C3
+                + (C3 + 1) * self.num_classes)
+
     def __post_init__(self) -> None:
         self.channels = tuple(self.channels)  # a list from a checkpoint's JSON
         if len(self.channels) != 3 or min(self.channels) < 1:

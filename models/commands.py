@@ -24,13 +24,16 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import minigrad as mg
+from minigrad.serialization import CheckpointError
 
 from . import inspection
 from .recipes import RECIPES, check_preset, recipe_class
 from .train import (
     Engine,
     RunExistsError,
+    TrainConfig,
     TrainingInterrupted,
+    check_recipe_config,
     check_run_folder,
     checkpoint_path,
     read_checkpoint,
@@ -57,18 +60,27 @@ class EngineChoice:
 ENGINES = {DEFAULT_ENGINE: EngineChoice(make=lambda nproc, threads: Engine(threads=threads))}
 
 
-def _recipe_from_checkpoint(path: str, expect: str | None = None, load_data: bool = True, need: str = ""):
+def _recipe_from_checkpoint(path: str, expect: str | None = None, load_data: bool = True, need: str = "",
+                            resume: bool = False):
     """The recipe a checkpoint was trained with, its weights loaded. With load_data=False the
     training text is not read (sample, attention); else `need` (the command) is named when the
-    text is gone."""
-    meta, model_state, _ = read_checkpoint(path)
+    text is gone. The file's arrays, its meta (with `resume`, what resuming needs too) and its
+    model config are checked before anything is built (`read_checkpoint`, `check_recipe_config`)."""
+    meta, model_state, _ = read_checkpoint(path, resume=resume)
+    check_recipe_config(meta, path, resume=resume)
     if expect is not None and meta["model"] != expect:
         raise ValueError(f"{path} is a {meta['model']} checkpoint, not {expect}")
     data = meta["recipe"].get("data")
-    if load_data and data and not os.path.isfile(data):
+    if load_data and isinstance(data, str) and not os.path.isfile(data):
         raise FileNotFoundError(f"{need} needs the text {path} was trained on, {data}, which is not there "
                                 "any more: put it back at that path (sample and attention do without it)")
-    recipe = recipe_class(meta["model"]).from_meta(meta["recipe"], load_data=load_data)
+    try:
+        recipe = recipe_class(meta["model"]).from_meta(meta["recipe"], load_data=load_data)
+    except KeyError as e:  # a field the recipe's meta() writes, missing
+        raise CheckpointError(f"{path}: recipe has no {e} field, which a {meta['model']} checkpoint "
+                              "has") from None
+    except ValueError as e:  # the model's own checks (heads dividing the width...)
+        raise CheckpointError(f"{path}: recipe: {e}") from None
     recipe.model.load_state_dict(model_state)
     recipe.model.eval()
     return recipe, meta
@@ -79,10 +91,24 @@ def _check_out(out: str, resume: str | None, force: bool) -> None:
     try:
         check_run_folder(out, resume, overwrite=False)
     except RunExistsError as e:
+        if not force and not os.path.isfile(os.path.join(out, "checkpoint.npz")):  # nothing to resume
+            raise ValueError(f"{out} already holds a run ({e.what}) that stopped before its first "
+                             "checkpoint, so it cannot be resumed: start it again with --force (replacing "
+                             "it), or train into a new folder with --out DIR") from None
         if not force:
             raise ValueError(f"{out} already holds a run ({e.what}); continue it with --resume {out}, train "
                              f"into a new folder with --out DIR, or give --force to replace it") from None
         print(f"minigrad: --force: replacing the run in {out} ({e.what})", file=sys.stderr)
+
+
+def _check_resumable(resume: str, model: str) -> None:
+    """Refuse --resume of a run folder whose run saved no checkpoint, naming what works instead."""
+    if (os.path.isdir(resume) and not os.path.isfile(os.path.join(resume, "checkpoint.npz"))
+            and os.path.isfile(os.path.join(resume, "log.csv"))):
+        raise FileNotFoundError(
+            f"{resume} holds no checkpoint.npz: its run stopped before its first checkpoint (one is saved "
+            f"at each evaluation), so there is nothing to resume; start it again with its options and "
+            f"--force: minigrad train {model} --out {resume} --force")
 
 
 def cmd_train(args: argparse.Namespace, engines: Mapping[str, EngineChoice]) -> int:
@@ -108,11 +134,12 @@ def cmd_train(args: argparse.Namespace, engines: Mapping[str, EngineChoice]) -> 
         raise ValueError("--new-schedule is for --resume: a new run gets the preset's schedule anyway")
     schedule = ""
     if args.resume:
+        _check_resumable(args.resume, args.model)
         args.resume = checkpoint_path(args.resume)  # a run folder stands for its checkpoint.npz
         # By default the run goes on in the checkpoint's folder, next to its log.csv.
         out = args.out or os.path.dirname(args.resume) or "."
         _check_out(out, args.resume, args.force)
-        recipe, meta = _recipe_from_checkpoint(args.resume, expect=args.model, need="--resume")
+        recipe, meta = _recipe_from_checkpoint(args.resume, expect=args.model, need="--resume", resume=True)
         cfg, schedule = resume_config(meta, args.steps, new_schedule=args.new_schedule)
         if cfg.steps <= meta["step"]:
             done = meta["step"]
@@ -162,7 +189,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     recipe, meta = _recipe_from_checkpoint(args.checkpoint, need="eval")
-    metrics = recipe.evaluate(args.batches or meta["train"]["eval_batches"])
+    metrics = recipe.evaluate(args.batches or TrainConfig.from_dict(meta["train"]).eval_batches)
     print(f"{recipe.name} at step {meta['step']}: "
           + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
     return 0

@@ -78,6 +78,15 @@ class GPTConfig:
     activation: str = "tanh"  # GELU form: "tanh" (GPT-2) or "none" (exact erf)
     tie_weights: bool = True  # the output head reuses the token embedding
 
+    def num_parameters(self) -> int:
+        """The GPT's parameter count, from the sizes alone (nothing is built): embeddings
+        (V + T) C, per block 4 C^2 + 4 C (attention) + 2 C F + F + C (MLP, F = mlp_ratio C)
+        + 4 C (two LayerNorms), the final LayerNorm 2 C, and V C more for an untied head."""
+        C, F = self.embed_dim, self.mlp_ratio * self.embed_dim
+        block = 4 * C * C + 4 * C + 2 * C * F + F + C + 4 * C
+        head = 0 if self.tie_weights else self.vocab_size * C
+        return (self.vocab_size + self.block_size) * C + self.num_layers * block + 2 * C + head
+
 
 PRESETS = {
     "tiny": dict(block_size=32, embed_dim=32, num_heads=2, num_layers=1),

@@ -99,6 +99,18 @@ class RNNConfig:
     bos_id: int = 1
     eos_id: int = 2
 
+    def num_parameters(self) -> int:
+        """The model's parameter count, from the sizes alone (nothing is built): the embedding
+        V E, a GRU cell 3 H (i + H) + 6 H for the encoder (i = E) and the decoder (i = E + H),
+        the additive attention 2 A H + A (if any) and the head (2 H + 1) V."""
+        E, H, A, V = self.embed_dim, self.hidden_size, self.attention_dim, self.vocab_size
+
+        def gru(i: int) -> int:
+            return 3 * H * (i + H) + 6 * H
+
+        attention = 2 * A * H + A if self.attention else 0
+        return V * E + gru(E) + gru(E + H) + attention + (2 * H + 1) * V
+
 
 # ----------------------------------------------------------------------------- model
 

@@ -71,6 +71,19 @@ class Seq2SeqConfig:
     bos_id: int = 1
     eos_id: int = 2
 
+    def num_parameters(self) -> int:
+        """The model's parameter count, from the sizes alone (nothing is built): the shared
+        token embedding V C (learned positions T C more), per encoder layer 4 C^2 + 4 C + 2 C F
+        + F + C + 4 C (F = mlp_ratio C), per decoder layer as much plus a cross-attention
+        4 C^2 + 4 C and a LayerNorm 2 C, each stack's final LayerNorm 2 C when pre-norm, and
+        the head (C + 1) V."""
+        C, F, V = self.embed_dim, self.mlp_ratio * self.embed_dim, self.vocab_size
+        encoder = 4 * C * C + 4 * C + 2 * C * F + F + C + 4 * C
+        decoder = encoder + 4 * C * C + 4 * C + 2 * C
+        positions = self.block_size * C if self.learned_positions else 0
+        final_norms = 4 * C if self.norm_first else 0
+        return V * C + positions + self.num_layers * (encoder + decoder) + final_norms + (C + 1) * V
+
 
 # ----------------------------------------------------------------------------- model
 

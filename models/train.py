@@ -37,6 +37,7 @@ from .runs import (
     RunLock,
     StopOnCtrlC,
     append_log_row,
+    check_recipe_config,
     check_run_folder,
     checkpoint_path,
     existing_run,
@@ -48,7 +49,8 @@ from .runs import (
 
 __all__ = [
     "CHECKPOINT_FORMAT", "Engine", "RunExistsError", "RunInUseError", "RunLock", "StopOnCtrlC",
-    "TrainConfig", "TrainingInterrupted", "check_run_folder", "checkpoint_path", "cosine_at",
+    "TrainConfig", "TrainingInterrupted", "check_recipe_config", "check_run_folder", "checkpoint_path",
+    "cosine_at",
     "existing_run", "make_optimizer", "read_checkpoint", "resume_config", "save_checkpoint", "train",
     "train_steps",
 ]
@@ -153,8 +155,10 @@ class Engine:
                                          backward, clip to cfg.grad_clip, update): its mean loss.
                                          The loop then steps the schedule, which sets each
                                          group's lr in `opt` for the next step
-        sync()                           bring the trained weights and optimizer state back into
-                                         recipe.model and `opt`, before evaluating or saving
+        sync()                           bring the trained weights, buffers and optimizer state
+                                         back into recipe.model and `opt`, before evaluating or
+                                         saving, and once before the first step (so a state that
+                                         cannot come back fails before any step is lost)
 
     `leader` is True in the process that logs, evaluates and saves (process 0 of N), `label`
     follows the progress bar's name (e.g. " (torch x2)").
@@ -229,7 +233,7 @@ def train(recipe: Any, cfg: TrainConfig, out_dir: str, resume: str | None = None
     if cfg.steps < 1:
         raise ValueError(f"train: steps must be positive, got {cfg.steps}")
     # Everything that can fail is checked before out_dir (and its log) is touched.
-    done = read_checkpoint(resume)[0]["step"] if resume else None
+    done = read_checkpoint(resume, resume=True)[0]["step"] if resume else None
     if done is not None and done >= cfg.steps:
         raise ValueError(f"train: the checkpoint is at step {done}, so {cfg.steps} steps leave "
                          "nothing to train; ask for more steps")
@@ -261,7 +265,7 @@ def train_steps(recipe: Any, cfg: TrainConfig, out_dir: str, engine: Engine | No
     opt, sched = make_optimizer(recipe.model, cfg)
     start, history, seconds = 0, [], 0.0
     if resume:
-        meta, model_state, opt_state = read_checkpoint(resume)
+        meta, model_state, opt_state = read_checkpoint(resume, resume=True)
         recipe.model.load_state_dict(model_state)
         opt.load_state_dict(optim.unflatten_state(opt_state))
         sched.load_state_dict(meta["sched"])
@@ -271,6 +275,9 @@ def train_steps(recipe: Any, cfg: TrainConfig, out_dir: str, engine: Engine | No
         seconds = meta.get("seconds", 0.0)  # the log's time runs on from the checkpoint's
     recipe.model.train()
     engine.setup(recipe, opt, cfg, start)
+    # Every save brings the engine's state back first: try that way once now, so that a state
+    # that cannot come back (a name the model does not have) fails before any step is lost.
+    engine.sync()
     # The step of the checkpoint in ckpt_path, for the message of a save that fails.
     same_file = bool(resume) and os.path.abspath(checkpoint_path(resume)) == os.path.abspath(ckpt_path)
     on_disk = [start if same_file else None]

@@ -83,6 +83,17 @@ class ViTConfig:
     mlp_ratio: int = 4  # MLP hidden size = mlp_ratio * embed_dim
     dropout: float = 0.0
 
+    def num_parameters(self) -> int:
+        """The ViT's parameter count, from the sizes alone (nothing is built): the class token
+        C, the patch projection (c p^2 + 1) C, N + 1 positions of C (N = (image_size / p)^2),
+        per layer 4 C^2 + 4 C + 2 C F + F + C + 4 C (F = mlp_ratio C), the final LayerNorm 2 C
+        and the head (C + 1) K."""
+        C, F = self.embed_dim, self.mlp_ratio * self.embed_dim
+        patches = (self.image_size // self.patch_size) ** 2
+        layer = 4 * C * C + 4 * C + 2 * C * F + F + C + 4 * C
+        return (C + (self.in_channels * self.patch_size ** 2 + 1) * C + (patches + 1) * C
+                + self.num_layers * layer + 2 * C + (C + 1) * self.num_classes)
+
     def __post_init__(self) -> None:
         if self.patch_size <= 0 or self.image_size % self.patch_size:
             raise ValueError(

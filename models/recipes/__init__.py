@@ -26,10 +26,12 @@ RECIPES = {
 
 
 class Recipe:
-    """What the training loop needs from a model. Subclasses set `name`, `presets` and
-    `train_presets`, and build `self.model` in __init__ from a preset and options."""
+    """What the training loop needs from a model. Subclasses set `name`, `presets`,
+    `train_presets` and `config_class` (the model's config dataclass, which checkpoints are
+    checked against), and build `self.model` in __init__ from a preset and options."""
 
     name = ""
+    config_class: type
     default_preset = "quick"
     presets: dict[str, dict] = {}
     train_presets: dict[str, dict] = {}

@@ -38,6 +38,7 @@ SHADES = " .:-=+*#%@"  # pixel intensity 0..1 as ASCII, light to dark
 
 class CaptionRecipe(Recipe):
     name = "caption"
+    config_class = CaptionConfig
     presets = {
         "tiny": dict(channels=(8, 8), feature_dim=16, embed_dim=8, hidden_size=16, attention_dim=8),
         "quick": dict(channels=(16, 32), feature_dim=64, embed_dim=32, hidden_size=128, attention_dim=64),

@@ -24,6 +24,7 @@ EVAL_BATCH = 16
 
 class GPTRecipe(Recipe):
     name = "gpt"
+    config_class = GPTConfig
     presets = PRESETS
     train_presets = {
         "tiny": dict(steps=200, batch_size=8, lr=3e-3, warmup=20, eval_every=100, eval_batches=5),

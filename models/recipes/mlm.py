@@ -37,6 +37,7 @@ EVAL_BATCH = 32
 
 class BERTRecipe(Recipe):
     name = "bert"
+    config_class = BERTConfig
     presets = PRESETS
     train_presets = {
         "tiny": dict(steps=100, batch_size=16, lr=2e-3, min_lr=2e-4, warmup=10, eval_every=50,

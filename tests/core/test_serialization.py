@@ -77,18 +77,42 @@ def _lone_npy(path):
 @pytest.mark.parametrize("corrupt", [
     pytest.param(lambda p: p.write_bytes(b"not an archive at all" * 4), id="garbage"),
     pytest.param(lambda p: p.write_text("step,loss\n1,2.5\n"), id="text-file"),
-    pytest.param(lambda p: p.write_bytes(b""), id="empty-file"),
-    pytest.param(_truncated, id="truncated"),
-    pytest.param(_bit_flipped, id="bit-flipped"),
     pytest.param(_lone_npy, id="lone-npy-array"),
     pytest.param(lambda p: np.savez(p, obj=np.array([{"a": 1}], dtype=object)), id="pickled-objects"),
 ])
-def test_corrupt_files_give_a_clear_error(tmp_path, corrupt):
+def test_files_that_are_not_ours_give_a_clear_error(tmp_path, corrupt):
     path = tmp_path / "bad.npz"
     corrupt(path)
     with pytest.raises(ValueError, match=r"load: .*bad.npz is not a minigrad checkpoint \(.+\)") as e:
         mg.load(path)
     assert "allow_pickle" not in str(e.value)  # numpy's advice to unpickle is not for checkpoints
+
+
+def _bad_member_magic(path):
+    import io
+    import zipfile
+
+    npy = io.BytesIO()
+    np.save(npy, np.arange(10.0))
+    with zipfile.ZipFile(path, "w") as zf:  # a sound zip (checksums right) of a broken .npy
+        zf.writestr("w.npy", npy.getvalue().replace(b"\x93NUMPY", b"\x93NUMPZ"))
+
+
+@pytest.mark.parametrize("corrupt,reason", [
+    pytest.param(lambda p: p.write_bytes(b""), "the file is empty", id="empty-file"),
+    pytest.param(_truncated, "", id="truncated"),
+    pytest.param(_bit_flipped, "", id="bit-flipped"),
+    pytest.param(_bad_member_magic, "member 'w'", id="member-fails-to-parse"),
+])
+def test_damaged_files_are_called_damaged_not_foreign(tmp_path, corrupt, reason):
+    """A checkpoint cut short or corrupted is ours, damaged: the error says so (and where),
+    not that the file is some other kind of file."""
+    path = tmp_path / "bad.npz"
+    corrupt(path)
+    with pytest.raises(ValueError, match=r"load: .*bad.npz is damaged \(.+\)") as e:
+        mg.load(path)
+    assert reason in str(e.value) and "not a minigrad checkpoint" not in str(e.value)
+    assert "\n" not in str(e.value)
 
 
 # ----------------------------------------------------------------------------- durability
