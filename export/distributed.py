@@ -187,8 +187,10 @@ class TorchProcess(Engine):
         self.net = shapes.main  # the exported loss whose parameters every export shares
         self.params = _torch_params(self.net, recipe.model, opt)
         self.topt = _torch_adamw(opt, self.params, self.device)
-        # DDP averages the gradients over the processes during backward; the exported constants
-        # (causal masks, positions) are the same everywhere, so buffers are not broadcast.
+        # DDP averages the gradients over the processes during backward. Buffers are not
+        # broadcast: the exported constants (causal masks, positions) are the same everywhere,
+        # and batch norm's running statistics are each process's own, of its slice of the batch
+        # (as torch's BatchNorm under DDP); process 0's are the ones saved.
         self.model = shapes if self.world == 1 else _ddp(shapes, self.device)
 
     def stopping(self, pressed: bool) -> bool:
@@ -221,7 +223,8 @@ class TorchProcess(Engine):
 class _PerShape(torch.nn.Module):
     """The recipe's loss exported once per input shape: an export fixes every dimension but the
     batch, and some recipes pad each batch to its longest sequence. Every export uses the
-    parameters of the first (`main`), so there is one set of weights to train and average."""
+    parameters and the model's buffers of the first (`main`), so there is one set of weights
+    (and of running statistics) to train, average and save."""
 
     def __init__(self, recipe: Any, example: tuple, device: torch.device):
         super().__init__()
@@ -243,6 +246,9 @@ class _PerShape(torch.nn.Module):
             for name, p in self.main.named_parameters():
                 owner, _, leaf = name.rpartition(".")
                 net.get_submodule(owner)._parameters[leaf] = p
+            for name in self.main.buffer_names:
+                owner, _, leaf = name.rpartition(".")
+                net.get_submodule(owner)._buffers[leaf] = self.main.get_buffer(name)
             self._others[self._key(xs)] = net
         net.train(self.training)
         return net(*xs)
@@ -290,8 +296,9 @@ def _torch_adamw(opt: Optimizer, params: list, device: torch.device) -> torch.op
 
 def _back_to_minigrad(net: torch.nn.Module, topt: torch.optim.AdamW, params: list, model: Any,
                       opt: Optimizer) -> None:
-    """Copy the torch weights into the minigrad model and torch's AdamW moments into `opt`
-    (whose lr the shared schedule already set), for a checkpoint in the default format."""
+    """Copy the torch weights and buffers (the whole state dict) into the minigrad model and
+    torch's AdamW moments into `opt` (whose lr the shared schedule already set), for a
+    checkpoint in the default format."""
     model.load_state_dict(state_dict_from_torch(net.state_dict(), model))
     for index, p in enumerate(params):
         state = topt.state.get(p)

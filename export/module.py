@@ -7,6 +7,12 @@ constants depend on the batch: a float constant the same for every row (a zero i
 state) is stretched to the new batch; any other (a padding mask computed from the token ids
 with numpy, a boolean selection of positions) depends on the data, and such a program is
 traced again on every call to get them (the replay itself still runs in torch).
+
+The model's buffers are the export's buffers, under the same names. A module that updates its
+buffers outside the graph (batch norm's running statistics) is recorded as one call and
+replayed by its torch twin (`MODULE_TWINS`), which updates the export's buffers as torch does;
+a module that changes a buffer while having no twin is refused at export, since the replay
+could not change it.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ from minigrad.random import get_rng_state, set_rng_state
 
 from .ops import RANDOM_OPS, TORCH_OPS
 from .trace import Program, Ref, TraceError, same_structure, trace
+from .twins_nn import MODULE_TWINS
+
+_WHOLE = {cls: twin.read for cls, twin in MODULE_TWINS.items()}  # the modules recorded whole
 
 
 @dataclass(frozen=True)
@@ -62,17 +71,20 @@ def _mg_inputs(arrays: list[Any]) -> list[Any]:
 class TorchExport(torch.nn.Module):
     """A minigrad module's forward (or another method) replayed with torch ops.
 
-    Made by `to_torch`; see its docstring. Parameters are `torch.nn.Parameter`s under the
-    minigrad names (nested modules, so `state_dict()` keys equal minigrad's); constants the
-    program reads are non-persistent buffers (they follow `.to(device)` but stay out of the
-    state dict). `train()` / `eval()` switch dropout, as on the minigrad model; the module
-    starts in the minigrad model's mode.
+    Made by `to_torch`; see its docstring. Parameters are `torch.nn.Parameter`s and the
+    model's buffers torch buffers under the minigrad names (nested modules, so `state_dict()`
+    keys equal minigrad's, persistent buffers included and non-persistent ones left out, as
+    there); constants the program reads are non-persistent buffers too (they follow
+    `.to(device)` but stay out of the state dict). `train()` / `eval()` switch dropout and batch
+    norm (batch statistics, updating the running ones, or the running ones), as on the minigrad
+    model; the module starts in the minigrad model's mode.
 
     Attributes:
         program: the recorded ops (`trace.Program`), with batch sizes as `BatchDim`s.
         dynamic: True when constants depend on the input data (e.g. padding masks made with
             numpy from token ids): each call then traces the minigrad function again, on the
             call's inputs, to take those constants from them (the ops still run in torch).
+        buffer_names: the names of the minigrad model's buffers, which are the export's.
     """
 
     def __init__(self, model: Any, fn: Callable[..., Any], name: str, example: list[Any]):
@@ -85,7 +97,8 @@ class TorchExport(torch.nn.Module):
         self._model, self._fn, self._name = model, fn, name
         params = list(model.named_parameters())
         self.program = self._trace(arrays, params, grad=True)
-        unmapped = sorted({n.op.__name__ for n in self.program.nodes if n.op not in TORCH_OPS})
+        unmapped = sorted({n.op.__name__ for n in self.program.nodes
+                           if n.op not in TORCH_OPS and n.op not in MODULE_TWINS})
         if unmapped:
             raise NotImplementedError(f"to_torch: {name} runs ops with no torch twin in TORCH_OPS: "
                                       + ", ".join(unmapped))
@@ -97,8 +110,16 @@ class TorchExport(torch.nn.Module):
             fitted = _fit_batch(self.program, twice, batch)
             if fitted is not None:
                 self.program, self.dynamic = fitted, False
-        for pname, p in params:
-            self._register(pname, torch.nn.Parameter(torch.from_numpy(p.data.copy())))
+        # Registered in the state dict's order (which is torch's), so that the nested modules
+        # come in minigrad's order; the non-persistent buffers after.
+        weights, buffers, saved = dict(params), dict(model.named_buffers()), list(model.state_dict())
+        self.buffer_names = tuple(buffers)
+        for name in saved + [n for n in [*weights, *buffers] if n not in saved]:
+            if name in weights:
+                self._register(name, torch.nn.Parameter(torch.from_numpy(weights[name].data.copy())))
+            else:
+                self._register(name, torch.from_numpy(np.array(buffers[name].data, copy=True)),
+                               persistent=name in saved)
         self._stretch: set[int] = set()
         if not self.dynamic:
             for i, c in enumerate(self.program.constants):
@@ -110,8 +131,9 @@ class TorchExport(torch.nn.Module):
 
     # ------------------------------------------------------------------ building
 
-    def _register(self, name: str, param: torch.nn.Parameter) -> None:
-        """Put `param` at a dotted path, creating the plain modules on the way."""
+    def _register(self, name: str, value: torch.Tensor, persistent: bool | None = None) -> None:
+        """Put a parameter (persistent None) or a buffer at a dotted path, creating the plain
+        modules on the way."""
         *path, leaf = name.split(".")
         owner: torch.nn.Module = self
         for part in path:
@@ -124,24 +146,40 @@ class TorchExport(torch.nn.Module):
             owner = child
         if hasattr(owner, leaf) and leaf not in owner._parameters:
             raise ValueError(f"to_torch: parameter name {name!r} clashes with torch.nn.Module.{leaf}")
-        owner.register_parameter(leaf, param)
+        if persistent is None:
+            owner.register_parameter(leaf, value)
+        else:
+            owner.register_buffer(leaf, value, persistent=persistent)
 
     def _trace(self, arrays: list[Any], params: list, grad: bool) -> Program:
         """Trace the minigrad function on arrays, in training mode (so that dropout is in the
         program; the torch module's mode decides whether it drops), leaving no trace behind:
         the model's mode, its buffers (batch norm's running statistics) and minigrad's random
-        generator are restored afterwards."""
+        generator are restored afterwards.
+
+        A buffer that changed during the trace must belong to a module recorded whole (whose
+        torch twin makes the same change); any other change would be lost in torch: refused."""
         inputs = [x if a is None else t for a, x, t in zip(arrays, self._fixed, _mg_inputs(arrays))]
         modes, rng = [(m, m.training) for m in self._model.modules()], get_rng_state()
-        buffers = [(b, b.data.copy()) for b in self._model.buffers() if b is not None]
+        named = list(self._model.named_buffers())
+        saved = [b.data.copy() for _, b in named]
         self._model.train()
         try:
             with (mg.enable_grad() if grad else mg.no_grad()):
-                return trace(self._fn, inputs, params)
+                program = trace(self._fn, inputs, params, named, _WHOLE)
+            whole = {n for path, m in self._model.named_modules() if isinstance(m, tuple(MODULE_TWINS))
+                     for n, _ in m.named_buffers(prefix=path)}
+            changed = [n for (n, b), before in zip(named, saved) if n not in whole
+                       and not np.array_equal(b.data, before, equal_nan=before.dtype.kind in "fc")]
+            if changed:
+                raise NotImplementedError(
+                    f"to_torch: {self._name} changes the buffers {', '.join(changed)} outside its ops, which "
+                    "torch cannot replay; the module that owns them needs a torch twin in MODULE_TWINS")
+            return program
         finally:
             for m, mode in modes:
                 m.training = mode
-            for b, data in buffers:
+            for (_, b), data in zip(named, saved):
                 b.data = data
             set_rng_state(rng)
 
@@ -206,7 +244,7 @@ class TorchExport(torch.nn.Module):
                 const: Callable) -> Any:
         """Run the ops of `program` with torch; `flags` (the traced-with-grad program) tells
         where minigrad cut the graph."""
-        params = dict(self.named_parameters())
+        params, buffers = dict(self.named_parameters()), dict(self.named_buffers())
         values: list[torch.Tensor] = []
 
         def get(ref: Ref, detach: bool) -> torch.Tensor:
@@ -216,6 +254,8 @@ class TorchExport(torch.nn.Module):
                 v = xs[ref.key]
             elif ref.kind == "param":
                 v = params[ref.key]
+            elif ref.kind == "buffer":
+                v = buffers[ref.key]
             else:
                 v = const(ref.key, B)
             return v.detach() if detach else v
@@ -232,9 +272,13 @@ class TorchExport(torch.nn.Module):
         for node, flag in zip(program.nodes, flags.nodes):
             args = [get(r, f.detach) for r, f in zip(node.args, flag.args)]
             opts = {k: option(v) for k, v in node.options.items()}
-            if node.op in RANDOM_OPS:
-                opts["training"] = self.training
-            out = TORCH_OPS[node.op](*args, **opts)
+            if node.op in MODULE_TWINS:  # a module traced in eval mode stays in it
+                opts["training"] = opts["training"] and self.training
+                out = MODULE_TWINS[node.op].run(*args, **opts)
+            else:
+                if node.op in RANDOM_OPS:
+                    opts["training"] = self.training
+                out = TORCH_OPS[node.op](*args, **opts)
             values.append(out if flag.grad or not out.requires_grad else out.detach())
 
         def build(s: Any) -> Any:
@@ -311,9 +355,10 @@ def to_torch(model: Any, *example_inputs: Any, method: str | Callable[..., Any] 
 
     One forward pass is traced on the example inputs: every op minigrad runs is recorded, and
     the torch module replays the recording with the torch twin of each op (`TORCH_OPS`). The
-    parameters become `torch.nn.Parameter`s under the same names (`state_dict()` keys equal
-    minigrad's), so any torch optimizer trains them, and `state_dict_from_torch` brings them
-    back. The minigrad model is not changed.
+    parameters become `torch.nn.Parameter`s and the buffers torch buffers under the same names
+    (`state_dict()` keys equal minigrad's), so any torch optimizer trains them, and
+    `state_dict_from_torch` brings them back, buffers included. The minigrad model is not
+    changed.
 
     What the example fixes, and what it does not:
         * The batch size (the leading dimension of every input that has the example's
@@ -324,6 +369,11 @@ def to_torch(model: Any, *example_inputs: Any, method: str | Callable[..., Any] 
           the values (not the shapes) of the inputs takes the example's path every time.
         * Dropout: the trace runs in training mode; `train()` / `eval()` on the torch module
           turn dropout on and off (torch draws its own random numbers).
+        * Batch norm: each BatchNorm1d / BatchNorm2d call is replayed as torch's module forward
+          on the export's buffers: in `train()` the batch's statistics, with running_mean,
+          running_var and num_batches_tracked updated as torch (and minigrad) update them; in
+          `eval()` the running statistics. A method that itself evaluates (calls the model
+          under `nn.evaluating`) is exported in eval mode whatever the torch module's mode.
         * Constants built inside forward from constants (positions, causal masks) are
           recorded once. Ones computed with numpy from the inputs (padding masks from the token
           ids, BERT's selected positions) cannot be recorded as torch ops: such a program is

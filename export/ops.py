@@ -285,6 +285,8 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     activations.Softplus: lambda x, *, beta=1.0, threshold=20.0: TF.softplus(x, beta, threshold),
     activations.ELU: lambda x, *, alpha=1.0: TF.elu(x, alpha),
     losses.BinaryCrossEntropy: lambda p, y: TF.binary_cross_entropy(p, y, reduction="none"),
+    # binary_cross_entropy(sigmoid(x), y) as one op: torch's own BCE of the replayed sigmoid p
+    losses.SigmoidBinaryCrossEntropy: lambda x, y, p: TF.binary_cross_entropy(p, y, reduction="none"),
 }
 
 # Ops whose torch twin draws random numbers and must know whether the module is training.

@@ -40,15 +40,17 @@ def state_dict_to_torch(state: Mapping[str, Any], layout: str = "minigrad") -> d
 def state_dict_from_torch(state: Mapping[str, Any], model: Any) -> dict[str, np.ndarray]:
     """A torch state dict as a minigrad one for `model`: `model.load_state_dict(...)` takes it.
 
-    Names are kept, except that torch.nn's packed attention (`in_proj_weight`, `in_proj_bias`,
-    or `q_proj_weight`...) is split into minigrad's q_proj / k_proj / v_proj where the model has
-    them, and a `module.` prefix on every name (DistributedDataParallel's) is dropped. Arrays
-    take the dtype of the model's parameters.
+    It holds every entry of `model.state_dict()`: the parameters and the persistent buffers
+    (batch norm's running_mean, running_var and num_batches_tracked). Names are kept, except
+    that torch.nn's packed attention (`in_proj_weight`, `in_proj_bias`, or `q_proj_weight`...)
+    is split into minigrad's q_proj / k_proj / v_proj where the model has them, and a `module.`
+    prefix on every name (DistributedDataParallel's) is dropped. Each array takes the dtype of
+    the model's entry of its name (a counter stays an integer).
 
     Raises:
         ValueError: names missing or left over, or shapes that differ from the model's.
     """
-    params = dict(model.named_parameters())
+    params = model.state_dict()  # name -> array, parameters and persistent buffers
     arrays = {k: v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v)
               for k, v in state.items()}
     ddp = all(k.startswith("module.") for k in arrays) and not any(k.startswith("module.") for k in params)
@@ -94,6 +96,8 @@ def _pack(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 def _unpack(arrays: dict[str, np.ndarray], params: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """torch.nn's packed attention entries split into the q/k/v names `params` (the model's
+    state-dict names) has; every other entry as it is."""
     out: dict[str, np.ndarray] = {}
     for key, value in arrays.items():
         for packed in ("in_proj_weight", "in_proj_bias"):

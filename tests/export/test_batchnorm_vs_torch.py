@@ -146,11 +146,11 @@ def _grads(out, params, g):
 
 def test_exported_training_forward_is_the_batch_statistics_function():
     """In training mode the export computes what minigrad computes (the batch's statistics),
-    at another batch size too; the torch module keeps no running statistics."""
+    at another batch size too, and updates its running statistics as minigrad updates its own."""
     rng = np.random.default_rng(3)
     model = _net()
     exported = to_torch(model, rng.standard_normal((4, 4)))
-    assert not exported.dynamic and list(exported.state_dict()) == [n for n, _ in model.named_parameters()]
+    assert not exported.dynamic and list(exported.state_dict()) == list(model.state_dict())
     for B in (4, 7):
         a, g = rng.standard_normal((B, 4)), rng.standard_normal((B, 3))
         model.zero_grad()
@@ -162,6 +162,8 @@ def test_exported_training_forward_is_the_batch_statistics_function():
         np.testing.assert_allclose(tout.detach().numpy(), out.data, rtol=1e-10, atol=1e-10)
         for m, t in zip(mine, theirs):
             np.testing.assert_allclose(t.numpy(), m, rtol=1e-10, atol=1e-10)
+        for k, v in exported.state_dict().items():
+            np.testing.assert_allclose(v.numpy(), model.state_dict()[k], rtol=1e-12, atol=1e-12, err_msg=k)
 
 
 def _evaluate(model, x):

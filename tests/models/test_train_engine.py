@@ -78,11 +78,11 @@ def test_an_engine_gets_the_steps_and_the_loop_keeps_the_rest(tmp_path):
     assert train(Periodic(), CFG, seam, engine=engine, **quiet) == expected
     assert rows(seam) == rows(plain) and len(rows(seam)) == 12
     assert [r[2] != "" for r in rows(seam)] == [s in (5, 10, 12) for s in range(1, 13)]
-    # setup once, then before each step the question whether to stop; the weights come back
-    # (sync) before each evaluation and before each save.
-    assert engine.calls[0] == ("setup", 0)
+    # setup once, the way back tried once (sync) before the first step, then before each step
+    # the question whether to stop; the weights come back before each evaluation and each save.
+    assert engine.calls[:3] == [("setup", 0), "sync", "stopping"]
     assert engine.calls[1:].count("stopping") == engine.calls[1:].count("step") == 12
-    assert engine.calls.count("sync") == 2 * 3
+    assert engine.calls.count("sync") == 1 + 2 * 3
     (m1, w1, o1), (m2, w2, o2) = read_checkpoint(plain), read_checkpoint(seam)
     assert m2["step"] == 12 and m2["history"] == m1["history"]
     for k in w1:
@@ -127,3 +127,22 @@ def test_an_engine_refuses_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match="Picky: cannot train gpt"):
         train(Periodic(), CFG, str(tmp_path / "run"), engine=Picky(), **quiet)
     assert not os.path.exists(tmp_path / "run")
+
+
+class OneWay(Recording):
+    """An engine whose state cannot come back into the minigrad model (as the torch engine's
+    once could not: the model's batch-norm buffers were missing from it)."""
+
+    def sync(self):
+        super().sync()
+        raise ValueError("load_state_dict into GPT: missing: blocks.0.norm.running_mean")
+
+
+def test_a_state_that_cannot_come_back_fails_before_the_first_step(tmp_path):
+    """Every save brings the engine's state back first; the loop tries that before any step, so
+    a run that could never save stops at step 0 instead of after its steps are spent."""
+    engine = OneWay()
+    with pytest.raises(ValueError, match="missing: blocks.0.norm.running_mean"):
+        train(Periodic(), CFG, str(tmp_path / "run"), engine=engine, **quiet)
+    assert engine.calls == [("setup", 0), "sync"]  # not one step was trained
+    assert not os.path.exists(tmp_path / "run" / "log.csv")
