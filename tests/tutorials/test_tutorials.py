@@ -1,8 +1,9 @@
-"""Every numbered tutorial runs twice: as a script (each checks its own numbers with assert and
-leaves no file behind; its figures are saved to a MINIGRAD_FIGURES folder outside its working
-directory) and as a notebook in a Jupyter kernel (no cell error, and an inline PNG wherever the
-tutorial draws). Then the lecture's worked example; test_tutorial_figures.py holds every figure
-the tutorials state against what they print."""
+"""Every numbered tutorial runs as a script (each checks its own numbers with assert and leaves
+no file behind; its figures are saved to a MINIGRAD_FIGURES folder outside its working
+directory), on the machine's own code and on the AVX2 code, and as a notebook in a Jupyter
+kernel (no cell error, and an inline PNG wherever the tutorial draws). Then the lecture's worked
+example; test_tutorial_figures.py holds every figure the tutorials state against what they
+print."""
 
 import ast
 import re
@@ -46,8 +47,8 @@ def _outputs(notebook: dict) -> list[dict]:
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
-def test_tutorial_runs_in_a_jupyter_kernel(runs, name):
-    run = runs["kernel", name]
+def test_tutorial_runs_in_a_jupyter_kernel(native_runs, name):
+    run = native_runs["kernel", name]
     assert run.returncode == 0, f"{name} failed in the kernel:\n{run.stderr[-4000:]}"
     outputs = _outputs(run.notebook)
     assert not [o for o in outputs if o["output_type"] == "error"]
