@@ -180,3 +180,47 @@ def test_pad_errors_name_the_function_and_the_shapes(a, pad, mode, value, error,
 def test_pad_refuses_a_numpy_array():
     with pytest.raises(TypeError, match=r"pad: the input is a numpy array of shape \(2,\), not a Tensor"):
         F.pad(np.zeros(2), (1, 1))
+
+
+# ----------------------------------------------------------------------------- each axis its own pads
+
+# (shape, pad): every (before, after) pair different, on non-square inputs, 1 to 3 padded dims
+AXIS_CASES = [
+    pytest.param((2, 3, 7), (1, 2), id="1d"),
+    pytest.param((2, 3, 5, 7), (1, 2, 3, 0), id="2d"),
+    pytest.param((2, 3, 5, 7), (0, 3, 2, 1), id="2d-other-side"),
+    pytest.param((3, 4, 6), (2, 0, 1, 3), id="2d-unbatched"),
+    pytest.param((1, 2, 3, 4, 5), (1, 2, 0, 3, 2, 1), id="3d"),
+    pytest.param((2, 3, 4, 5), (3, 1, 2, 0, 1, 2), id="3d-unbatched"),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shape, pad", AXIS_CASES)
+def test_every_axis_gets_its_own_pads_as_in_torch(mode, shape, pad):
+    """Each axis's (before, after) pair goes to that axis (pad lists the last dimension first)
+    and to its sides: values and gradient against torch, entries all distinct."""
+    a = np.random.default_rng(0).standard_normal(shape)
+    x, t = Tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    out, tout = F.pad(x, pad, mode=mode), TF.pad(t, pad, mode=mode)
+    assert out.shape == tuple(tout.shape)
+    np.testing.assert_array_equal(out.data, tout.detach().numpy())
+    g = np.random.default_rng(1).standard_normal(out.shape)
+    out.backward(g)
+    tout.backward(torch.from_numpy(g))
+    np.testing.assert_allclose(x.grad, t.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape, pad", [
+    pytest.param((2, 3, 5, 7), (1, -2, -1, 3), id="2d"),
+    pytest.param((1, 2, 3, 4, 5), (-1, 2, 0, -2, 1, 0), id="3d"),
+])
+def test_constant_pads_and_crops_per_axis_as_in_torch(shape, pad):
+    a = np.random.default_rng(0).standard_normal(shape)
+    x, t = Tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    out, tout = F.pad(x, pad, value=-2.5), TF.pad(t, pad, value=-2.5)
+    np.testing.assert_array_equal(out.data, tout.detach().numpy())
+    g = np.random.default_rng(1).standard_normal(out.shape)
+    out.backward(g)
+    tout.backward(torch.from_numpy(g))
+    np.testing.assert_array_equal(x.grad, t.grad.numpy())
