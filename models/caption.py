@@ -183,7 +183,8 @@ class Captioner(nn.Module):
         """Mean cross-entropy of the caption words tgt_out (B, T) (tgt_in shifted left); PAD
         positions do not count."""
         logits, _ = self(images, tgt_in)  # (B, T, V)
-        return F.cross_entropy(logits, tgt_out, ignore_index=self.config.pad_id)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1),  # (B*T, V)
+                               ignore_index=self.config.pad_id)
 
     @mg.no_grad()
     def attention(self, images: Tensor | np.ndarray, words: np.ndarray) -> np.ndarray:

@@ -144,7 +144,7 @@ class GPT(nn.Module):
     def loss(self, idx: Tensor, targets: Tensor) -> Tensor:
         """Mean cross-entropy of predicting targets[b, t] (the token after idx[b, t])."""
         logits = self(idx)  # (B, T, V)
-        return F.cross_entropy(logits, targets)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))  # (B*T, V)
 
     @mg.no_grad()
     def generate(self, idx: Tensor | np.ndarray, max_new_tokens: int, temperature: float = 1.0,

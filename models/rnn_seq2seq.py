@@ -157,7 +157,8 @@ class RNNSeq2Seq(nn.Module):
         """Mean cross-entropy of the target tokens tgt_out (B, T) (tgt_in shifted left); PAD
         positions do not count."""
         logits = self(src, tgt_in)  # (B, T, V)
-        return F.cross_entropy(logits, tgt_out, ignore_index=self.config.pad_id)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1),  # (B*T, V)
+                               ignore_index=self.config.pad_id)
 
     @mg.no_grad()
     def greedy_decode(self, src: Tensor | np.ndarray, max_len: int = 32,

@@ -143,7 +143,8 @@ class Seq2Seq(nn.Module):
         """Mean cross-entropy of the target tokens tgt_out (B, T) (tgt_in shifted left); PAD
         positions do not count."""
         logits = self(src, tgt_in)  # (B, T, V)
-        return F.cross_entropy(logits, tgt_out, ignore_index=self.config.pad_id)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1),  # (B*T, V)
+                               ignore_index=self.config.pad_id)
 
     @mg.no_grad()
     def score(self, src: Tensor | np.ndarray, out: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ def _check_targets(fn: str, logits: Tensor, target: Any, ignore_index: int) -> n
     if t.shape != logits.shape[:-1]:
         raise ValueError(
             f"{fn}: target of shape {t.shape} does not match logits of shape {logits.shape} "
-            f"(expected target shape {logits.shape[:-1]}: one class id per row, classes last)"
+            f"(expected target shape {logits.shape[:-1]}: one class id per row)"
         )
     C = logits.shape[-1]
     bad = (t != ignore_index) & ((t < 0) | (t >= C))
@@ -37,6 +37,29 @@ def _check_targets(fn: str, logits: Tensor, target: Any, ignore_index: int) -> n
             f"(ids must lie in [0, {C - 1}] or equal ignore_index={ignore_index})"
         )
     return t
+
+
+def _classes_last(fn: str, input: Any, target: Any) -> tuple[Any, Any]:
+    """PyTorch's layout, classes on dim 1 of an (N, C, d1, ..., dk) input, as the kernels'
+    (N, d1, ..., dk, C), classes last (a view: the gradient flows back through it); a
+    probability target of the input's shape is moved alike. (C,) and (N, C) are both already.
+
+    Class ids shaped input.shape[:-1], as a (B, T, V) language model's targets (B, T) are,
+    would be read with T as the classes: that call is refused, naming the flattening."""
+    if not isinstance(input, Tensor) or input.ndim < 3:
+        return input, target
+    soft = isinstance(target, Tensor) and target.dtype.kind == "f"
+    if soft:
+        return input.movedim(1, -1), (target.movedim(1, -1) if target.ndim == input.ndim else target)
+    shape = getattr(target, "shape", np.shape(target))
+    expected = input.shape[:1] + input.shape[2:]
+    if tuple(shape) != expected:
+        C = input.shape[-1]
+        flatten = (f": for classes on the last dim, flatten as in PyTorch, {fn}(input.reshape(-1, {C}), "
+                   "target.reshape(-1))") if tuple(shape) == input.shape[:-1] else ""
+        raise ValueError(f"{fn}: input of shape {input.shape} has its classes on dim 1, as in PyTorch, so the "
+                         f"target must have shape {expected}, but it has {tuple(shape)}{flatten}")
+    return input.movedim(1, -1), target
 
 
 def _no_legacy(fn: str, size_average: Any, reduce: Any) -> None:
@@ -53,8 +76,10 @@ def cross_entropy(input: Tensor, target: Any, weight: Tensor | None = None, size
     """Softmax cross entropy of the logits `input` against class ids, fused (see
     kernels.CrossEntropy), or against class probabilities. PyTorch's arguments, in its order.
 
-    Unlike PyTorch, the class dimension is always the last one, for any number of leading
-    dimensions. Rows whose target is `ignore_index` are never read: they give loss 0 and a
+    The classes are on dim 1, as in PyTorch: logits (N, C) or (N, C, d1, ..., dk) with class
+    ids (N) or (N, d1, ..., dk), and (C,) with a 0-d target. A language model's logits
+    (B, T, V) go in flattened, as in PyTorch: `cross_entropy(logits.reshape(-1, V),
+    targets.reshape(-1))` (`_classes_last` refuses the unflattened call). Rows whose target is `ignore_index` are never read: they give loss 0 and a
     gradient of exactly 0, whatever they hold (a PAD row masked to -inf, NaN). With
     reduction="mean" they are left out of the average; if every row is ignored the result
     is 0.0 (PyTorch gives nan), so a batch of padding only does not poison training.
@@ -68,11 +93,13 @@ def cross_entropy(input: Tensor, target: Any, weight: Tensor | None = None, size
     row count (ignore_index does not apply).
 
     Shape:
-        input: (*, C); target: (*), integer ids in [0, C) or ignore_index, or (*, C)
-        probabilities; weight: (C,); output: () for "mean" and "sum", (*) for "none".
+        input: (C), (N, C) or (N, C, d1, ..., dk); target: (), (N) or (N, d1, ..., dk), integer
+        ids in [0, C) or ignore_index, or probabilities of the input's shape; weight: (C,);
+        output: () for "mean" and "sum", the target's shape for "none".
     """
     _no_legacy("cross_entropy", size_average, reduce)
     _check_reduction("cross_entropy", reduction)
+    input, target = _classes_last("cross_entropy", input, target)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must lie in [0, 1], not {label_smoothing}")
     logits = input
@@ -119,11 +146,13 @@ def nll_loss(input: Tensor, target: Any, weight: Tensor | None = None, size_aver
     `cross_entropy`.
 
     Shape:
-        log_probs: (*, C); target: (*); weight: (C,); output: () for "mean" and "sum", (*) for
-        "none".
+        input: (C), (N, C) or (N, C, d1, ..., dk), classes on dim 1 as in `cross_entropy`;
+        target: (), (N) or (N, d1, ..., dk); weight: (C,); output: () for "mean" and "sum",
+        the target's shape for "none".
     """
     _no_legacy("nll_loss", size_average, reduce)
     _check_reduction("nll_loss", reduction)
+    input, target = _classes_last("nll_loss", input, target)
     log_probs = input
     t = _check_targets("nll_loss", log_probs, target, ignore_index)
     keep = t != ignore_index

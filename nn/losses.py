@@ -327,8 +327,8 @@ class _Loss(Module):
 
 
 class CrossEntropyLoss(_Loss):
-    """Softmax cross entropy of logits (*, C) against class ids (*): `F.cross_entropy`. The
-    classes are on the last axis (PyTorch: axis 1; the two agree for (N, C) logits)."""
+    """Softmax cross entropy of logits (N, C) or (N, C, d1, ..., dk) against class ids (N) or
+    (N, d1, ..., dk): `F.cross_entropy` (classes on dim 1, as in PyTorch)."""
 
     def __init__(self, weight: Any = None, *, ignore_index: int = -100, reduction: str = "mean",
                  label_smoothing: float = 0.0):
@@ -341,8 +341,8 @@ class CrossEntropyLoss(_Loss):
 
 
 class NLLLoss(_Loss):
-    """Negative log likelihood of log-probabilities (*, C) at class ids (*): `F.nll_loss`
-    (classes on the last axis, as in CrossEntropyLoss)."""
+    """Negative log likelihood of log-probabilities (N, C) or (N, C, d1, ..., dk) at class ids
+    (N) or (N, d1, ..., dk): `F.nll_loss` (classes on dim 1, as in CrossEntropyLoss)."""
 
     def __init__(self, weight: Any = None, *, ignore_index: int = -100, reduction: str = "mean"):
         self.weight, self.reduction, self.ignore_index = weight, reduction, ignore_index

@@ -269,17 +269,19 @@ def test_the_rnn_is_stepped_module_by_module(browser, tmp_path):
     outer_count = len(page.data["groups"])
     assert where.startswith(f"forward done; {n} backward steps, {outer_count} at the outer level")
     outer = tab.page.evaluate(WALK, False)  # next, next, ...: the outer level only
-    assert 5 <= len(outer) <= 30 < n and any(x.startswith("g") for x in outer)
+    assert 5 <= len(outer) <= 32 < n and any(x.startswith("g") for x in outer)
     tab.page.click("#reset")
     every = tab.page.evaluate(WALK, True)  # stepping into every group as it comes
     steps = [int(x) for x in every if not x.startswith("g")]
     assert steps == list(range(n))  # each step once, in the engine's order
     assert tab.page.inner_text("#where").startswith(f"step {n} of {n}")
     tab.page.click("#reset")
-    tab.page.click("#next")
-    tab.page.click("#next")
-    tab.page.click("#next")  # the decoder's last time step, as one step
-    group = tab.page.get_attribute("#step-panel", "data-group")
+    group = None
+    for _ in range(5):  # past the loss's own steps to the decoder's last time step, as one step
+        tab.page.click("#next")
+        group = tab.page.get_attribute("#step-panel", "data-group")
+        if group:
+            break
     first, last = map(int, group.split("-"))
     assert tab.page.inner_text("#where").startswith(f"steps {first + 1} to {last + 1} of {n}: decoder")
     assert "decoder (Decoder)" in tab.page.text_content("#step-panel")

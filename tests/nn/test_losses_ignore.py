@@ -67,10 +67,15 @@ def _logp(x: np.ndarray, ignored: np.ndarray) -> np.ndarray:
     return out
 
 
+def _classes_on_dim_1(a):
+    """a (*, C) in torch's layout, classes on dim 1: the same losses, read where torch reads them."""
+    return a.movedim(-1, 1) if a.ndim >= 3 else a
+
+
 def _minigrad(fn, x, t, ignore_index, reduction, g, **kw):
     a = mg.tensor(x, requires_grad=True)
     with np.errstate(invalid="raise", over="raise"):  # reading a spoiled row would raise here
-        loss = fn(a, t, ignore_index=ignore_index, reduction=reduction, **kw)
+        loss = fn(_classes_on_dim_1(a), t, ignore_index=ignore_index, reduction=reduction, **kw)
         (loss * mg.tensor(g) if reduction == "none" else loss).sum().backward()
     return loss.data, a.grad
 
