@@ -124,7 +124,7 @@ def neighbour_arrives(config: str, steps: int = 400, at: int = 150) -> None:
 
 def train_wall(rounds: int) -> None:
     """`minigrad train gpt` (quick preset) with the default --threads auto and with each fixed
-    setting of a 2-core machine; the log's line on the tuner's choice is printed too."""
+    setting of a 2-core machine; the log's line on the tuner's choice (-v) is printed too."""
     import tempfile
 
     chose: list[str] = []
@@ -132,8 +132,8 @@ def train_wall(rounds: int) -> None:
     def run(extra: list[str]) -> float:
         with tempfile.TemporaryDirectory() as out:
             t0 = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "minigrad", *extra, "train", "gpt", "--out", out],
-                                  check=True, capture_output=True, text=True)
+            command = [sys.executable, "-m", "minigrad", "-v", *extra, "train", "gpt", "--out", out]
+            done = subprocess.run(command, check=True, capture_output=True, text=True)
             took = time.perf_counter() - t0
         chose.extend(line.strip() for line in done.stdout.splitlines() if "timed per step" in line)
         return took

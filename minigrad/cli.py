@@ -8,7 +8,8 @@ It sits above every package it dispatches to: each contributes its own subcomman
 (`minigrad.models.commands.add_commands`, `minigrad.exercises.cli.add_commands`), and this
 module wires them together, giving the models' `train` the engines it knows (the torch one from
 `minigrad.export`, imported only when asked for). It also holds what every subcommand shares:
-`--threads`, `--version`, the checks of counts and the one-line errors.
+the global options (`--threads`, `-v`, `--version`, before or after the subcommand), the checks
+of counts and the one-line errors.
 """
 
 from __future__ import annotations
@@ -41,15 +42,48 @@ ENGINES = {
 }
 
 
+# ----------------------------------------------------------------------------- global options
+
+PLACES = ("go before the subcommand or after it (minigrad --threads 1 train gpt, or minigrad train "
+          "gpt --threads 1); given in both places, the one after the subcommand wins")
+
+
+def add_global_options(parser: argparse.ArgumentParser, defaults: bool = True) -> None:
+    """The options of every command, with one help each: on the top-level parser with their
+    defaults, and on each subcommand's parser with defaults=False. There they default to
+    argparse.SUPPRESS, so an option not given after the subcommand leaves the value given
+    before it (or the top-level default), and one given after it replaces that value."""
+
+    def default(value: object) -> object:
+        return value if defaults else argparse.SUPPRESS
+
+    where = parser if defaults else parser.add_argument_group("options of every command", f"these {PLACES}")
+    where.add_argument("--version", action="version", version=f"minigrad {mg.__version__}")
+    where.add_argument("--threads", type=_threads, default=default("auto"),
+                       help="threads for the matrix products and kernels: a number (minigrad splits its "
+                            "kernels), blas:N (BLAS multiplies on N threads, the kernels run on one), or "
+                            "auto (the default): train times its first steps at each setting and keeps "
+                            "the fastest; other commands use 1")
+    where.add_argument("-v", "--verbose", action="store_true", default=default(False),
+                       help="also say how the steps run: the thread setting --threads auto picks and "
+                            "its timings, after each evaluation")
+
+
+class SubcommandParser(argparse.ArgumentParser):
+    """The parser of a subcommand, and of a subcommand's own subcommands (argparse makes those
+    of the same class): it takes the global options too, so `minigrad train gpt --threads 1`
+    means `minigrad --threads 1 train gpt`."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        add_global_options(self, defaults=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="minigrad", description="Train and inspect small transformers.")
-    p.add_argument("--version", action="version", version=f"minigrad {mg.__version__}")
-    p.add_argument("--threads", type=_threads, default="auto",
-                   help="threads for the matrix products and kernels: a number (minigrad splits its "
-                        "kernels), blas:N (BLAS multiplies on N threads, the kernels run on one), or "
-                        "auto (the default): train times its first steps at each setting and keeps "
-                        "the fastest; other commands use 1")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = argparse.ArgumentParser(prog="minigrad", description="Train and inspect small transformers. "
+                                f"The options below {PLACES}.")
+    add_global_options(p)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=SubcommandParser)
     models.add_commands(sub, engines=ENGINES)
     exercises.add_commands(sub)
     return p

@@ -123,6 +123,7 @@ def cmd_train(args: argparse.Namespace, engines: Mapping[str, EngineChoice]) -> 
         engine = choice.make(args.nproc, args.threads)
     except ImportError as e:
         raise ImportError(f"--engine {args.engine}: {e}") from None
+    engine.verbose = args.verbose  # the tuner's choices only with -v
     cls = recipe_class(args.model)
     fixed = [f"--{name}" for name in ("preset", "data", "seed") if getattr(args, name) is not None]
     if args.resume and fixed:  # else they would be silently ignored
@@ -166,12 +167,19 @@ def cmd_train(args: argparse.Namespace, engines: Mapping[str, EngineChoice]) -> 
     except TrainingInterrupted as stop:
         print(f"minigrad: {stop}; continue with: minigrad train {args.model} --resume {out}", file=sys.stderr)
         return 130  # the shell's code for "ended by Ctrl-C"
-    print(f"done in {time.perf_counter() - t0:.0f} s: "
-          + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if k != "step"))
+    print(f"done in {time.perf_counter() - t0:.0f} s: {_metrics_line(metrics, recipe)}")
     demo = recipe.demo()
     if demo:
         print(demo)
     return 0
+
+
+def _metrics_line(metrics: Mapping[str, float], recipe: Any) -> str:
+    """Metrics for a person: "val_loss 1.7555 (a uniform guess over the 96 characters: 4.56)",
+    each followed by what the recipe says it compares with (log.csv keeps the bare numbers)."""
+    notes = recipe.metric_notes()
+    return ", ".join(f"{k} {v:.4f}" + (f" ({notes[k]})" if k in notes else "")
+                     for k, v in metrics.items() if k != "step")
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
@@ -190,8 +198,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     recipe, meta = _recipe_from_checkpoint(args.checkpoint, need="eval")
     metrics = recipe.evaluate(args.batches or TrainConfig.from_dict(meta["train"]).eval_batches)
-    print(f"{recipe.name} at step {meta['step']}: "
-          + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+    print(f"{recipe.name} at step {meta['step']}: {_metrics_line(metrics, recipe)}")
     return 0
 
 
@@ -293,11 +300,19 @@ def add_commands(subparsers: Any, engines: Mapping[str, EngineChoice] | None = N
 
     s = subparsers.add_parser("sample", help="generate text from a checkpoint")
     s.add_argument("checkpoint")
-    s.add_argument("--prompt", default="Return the", help="text to continue")
-    s.add_argument("--max-new-tokens", type=int, default=300)
-    s.add_argument("--temperature", type=float, default=0.8)
-    s.add_argument("--top-k", type=int)
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--prompt", default="Return the", help="text to continue (default %(default)r)")
+    s.add_argument("--max-new-tokens", type=int, default=300,
+                   help="how many characters to generate after the prompt (default %(default)s)")
+    s.add_argument("--temperature", type=float, default=0.8,
+                   help="divides the model's scores (logits) before sampling: below 1 the likely "
+                        "characters come more often, above 1 the text gets more varied, 0 always takes "
+                        "the most likely one (default %(default)s)")
+    s.add_argument("--top-k", type=int,
+                   help="sample only from the k most likely next characters (default: every character "
+                        "of the vocabulary)")
+    s.add_argument("--seed", type=int, default=0,
+                   help="random seed: the same seed and options give the same text, and for a caption "
+                        "model the same test pictures (default %(default)s)")
     s.set_defaults(run=cmd_sample)
 
     e = subparsers.add_parser("eval", help="evaluate a checkpoint on held-out data")

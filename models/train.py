@@ -161,11 +161,13 @@ class Engine:
                                          cannot come back fails before any step is lost)
 
     `leader` is True in the process that logs, evaluates and saves (process 0 of N), `label`
-    follows the progress bar's name (e.g. " (torch x2)").
+    follows the progress bar's name (e.g. " (torch x2)"), `verbose` says whether the loop logs
+    `describe()`'s line too (`minigrad train` sets it from -v).
     """
 
     leader = True
     label = ""
+    verbose = True
     tuner: ThreadTuner | None = None
 
     def __init__(self, threads: int | str | None = None):
@@ -321,7 +323,8 @@ def train_steps(recipe: Any, cfg: TrainConfig, out_dir: str, engine: Engine | No
                 evaluated = {"step": done, **recipe.evaluate(cfg.eval_batches)}
                 history.append(evaluated)
                 log(f"step {done}: " + ", ".join(f"{k} {v:.4f}" for k, v in evaluated.items() if k != "step"))
-                if engine.describe() not in ("", said[0]):  # e.g. the thread count chosen, when it changes
+                # How the steps run (the thread setting chosen), when it changes; the command says it with -v.
+                if engine.verbose and engine.describe() not in ("", said[0]):
                     said[0] = engine.describe()
                     log(said[0])
             val_loss = None if evaluated is None else evaluated.get("val_loss", float("nan"))

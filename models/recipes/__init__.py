@@ -61,6 +61,11 @@ class Recipe:
         """Held-out metrics (deterministic: fixed batches, model in eval mode)."""
         raise NotImplementedError  # abstract
 
+    def metric_notes(self) -> dict[str, str]:
+        """What a metric of `evaluate` compares with, for a person reading it: metric name -> a
+        phrase that the command prints in parentheses after the value (none by default)."""
+        return {}
+
     def demo(self) -> str:
         """A few lines showing what the trained model does (a sample, a translation...)."""
         return ""

@@ -74,6 +74,11 @@ class GPTRecipe(Recipe):
         return (f"data: {where}, {len(self.train_ids):,} characters to train on, "
                 f"{len(self.val_ids):,} to validate on")
 
+    def metric_notes(self) -> dict[str, str]:
+        # Guessing each of the V characters with probability 1/V costs ln V nats per character.
+        V = self.tokenizer.vocab_size
+        return {"val_loss": f"a uniform guess over the {V} characters: {math.log(V):.2f}"}
+
     def batch(self, split: str, rng: np.random.Generator, batch_size: int) -> tuple[Tensor, Tensor]:
         ids = self.train_ids if split == "train" else self.val_ids
         T = self.config.block_size

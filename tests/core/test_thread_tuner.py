@@ -184,31 +184,3 @@ def test_the_two_ways_never_mix(one_thread_after):
     with pytest.raises(ValueError, match="way must be one of kernels, blas; got 'openmp'"):
         mg.set_num_threads(2, way="openmp")
     assert blas_threads() == {3} and parallel.get_threads() == 1  # a refused call changes nothing
-
-
-def test_train_with_auto_logs_the_count_it_chose(tmp_path, capsys, monkeypatch, one_thread_after):
-    from minigrad import threads
-    from minigrad.cli import main
-
-    monkeypatch.setattr(threads, "available_cores", lambda: 2)  # a trial even on a 1-core machine
-    out = tmp_path / "run"
-    assert main(["train", "gpt", "--preset", "tiny", "--steps", "12", "--out", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert "threads: " in text and "timed per step: 1:" in text and ", 2:" in text and ", blas:2:" in text
-    assert main(["--threads", "1", "train", "gpt", "--preset", "tiny", "--steps", "12",
-                 "--out", str(tmp_path / "fixed")]) == 0
-    assert "timed per step" not in capsys.readouterr().out
-
-
-def test_the_engine_and_the_command_set_a_fixed_setting(tmp_path, capsys, one_thread_after):
-    from minigrad.cli import main
-    from minigrad.models.train import Engine
-
-    Engine(threads="blas:2")
-    assert blas_threads() == {2} and parallel.get_threads() == 1
-    Engine(threads=2)
-    assert blas_threads() == {1} and parallel.get_threads() == 2
-    assert main(["--threads", "blas:2", "train", "gpt", "--preset", "tiny", "--steps", "3",
-                 "--out", str(tmp_path / "blas")]) == 0
-    assert "timed per step" not in capsys.readouterr().out
-    assert blas_threads() == {2} and parallel.get_threads() == 1
