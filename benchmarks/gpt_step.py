@@ -67,7 +67,7 @@ def saved_bytes(loss) -> int:
 def run_minigrad(steps: int, threads: int, way: str = "kernels") -> dict:
     import minigrad as mg
 
-    mg.set_num_threads(threads, way)
+    mg.set_num_threads(threads, way=way)
     model = minigrad_model()
     opt = mg.optim.Adam(model.parameters(), lr=1e-3)
     x, y = (mg.tensor(a) for a in batch())

@@ -28,7 +28,7 @@ def _made(data: np.ndarray, requires_grad: bool) -> Tensor:
     return Tensor(data, requires_grad=requires_grad)
 
 
-def tensor(data: Any, requires_grad: bool = False, dtype: Any = None, name: str | None = None) -> Tensor:
+def tensor(data: Any, *, requires_grad: bool = False, dtype: Any = None, name: str | None = None) -> Tensor:
     """A new leaf tensor holding a copy of `data` (float32 for Python numbers and lists).
 
     `name` labels it in graph drawings (the same as setting `t.name` later).
@@ -60,7 +60,7 @@ def _fill_dtype(fill_value: Any) -> np.dtype:
     return np.dtype(np.float32)
 
 
-def full(size: Sequence[int], fill_value: float, dtype: Any = None,
+def full(size: Sequence[int], fill_value: float, *, dtype: Any = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of `size` filled with `fill_value`; without a dtype, as torch.full: int64 for
     an int fill, bool for a bool, float32 for a float (`full((2,), 1.0)`, not `1`, for floats)."""
@@ -73,7 +73,7 @@ def empty(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     return _made(np.zeros(_shape(size, "empty"), dtype=dtype or np.float32), requires_grad)
 
 
-def linspace(start: float, end: float, steps: int, dtype: Any = None,
+def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
              requires_grad: bool = False) -> Tensor:
     """`steps` values evenly spaced from start to end, both included (float32 unless `dtype`).
 
@@ -103,7 +103,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     return Tensor._make(ndarray, None)
 
 
-def eye(n: int, m: int | None = None, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:
+def eye(n: int, m: int | None = None, *, dtype: Any = np.float32, requires_grad: bool = False) -> Tensor:
     """The n x m identity matrix (m = n by default)."""
     return _made(np.eye(n, m, dtype=dtype), requires_grad)
 
@@ -123,7 +123,7 @@ def randint(low: int, high: int, size: Sequence[int]) -> Tensor:
     return _made(generator().integers(low, high, _shape((size,), "randint"), dtype=np.int64), False)
 
 
-def arange(start: float, end: float | None = None, step: float = 1, dtype: Any = None,
+def arange(start: float, end: float | None = None, step: float = 1, *, dtype: Any = None,
            requires_grad: bool = False) -> Tensor:
     """Like torch.arange: int64 when every argument is an int, else float32."""
     if end is None:
@@ -135,43 +135,43 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: Any =
     return _made(np.arange(start, end, step, dtype=dtype), requires_grad)
 
 
-def _like(x: Tensor, fill: Any, dtype: Any, requires_grad: bool) -> Tensor:
-    return _made(np.full(x.shape, fill, dtype=dtype or x.dtype), requires_grad)
+def _like(input: Tensor, fill: Any, dtype: Any, requires_grad: bool) -> Tensor:
+    return _made(np.full(input.shape, fill, dtype=dtype or input.dtype), requires_grad)
 
 
-def zeros_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Zeros of x's shape (and dtype, unless dtype is given)."""
-    return _like(x, 0, dtype, requires_grad)
+def zeros_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Zeros of input's shape (and dtype, unless dtype is given)."""
+    return _like(input, 0, dtype, requires_grad)
 
 
-def ones_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Ones of x's shape (and dtype, unless dtype is given)."""
-    return _like(x, 1, dtype, requires_grad)
+def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Ones of input's shape (and dtype, unless dtype is given)."""
+    return _like(input, 1, dtype, requires_grad)
 
 
-def full_like(x: Tensor, fill_value: float, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """fill_value in x's shape (and dtype, unless dtype is given)."""
-    return _like(x, fill_value, dtype, requires_grad)
+def full_like(input: Tensor, fill_value: float, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """fill_value in input's shape (and dtype, unless dtype is given)."""
+    return _like(input, fill_value, dtype, requires_grad)
 
 
-def empty_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """As torch.empty_like: x's shape and dtype (or `dtype`), values not to be relied on (zeros)."""
-    return _like(x, 0, dtype, requires_grad)
+def empty_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """As torch.empty_like: input's shape and dtype (or `dtype`), values not to be relied on (zeros)."""
+    return _like(input, 0, dtype, requires_grad)
 
 
-def randn_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Standard normal samples in x's shape and dtype."""
-    return randn(*x.shape, dtype=dtype or x.dtype, requires_grad=requires_grad)
+def randn_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples in input's shape and dtype."""
+    return randn(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
-def rand_like(x: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Uniform samples in [0, 1) in x's shape and dtype."""
-    return rand(*x.shape, dtype=dtype or x.dtype, requires_grad=requires_grad)
+def rand_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1) in input's shape and dtype."""
+    return rand(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
-def as_tensor(x: Any) -> Tensor:
-    """`x` itself if it is a Tensor, else a constant tensor (no copy of numpy arrays)."""
-    return x if isinstance(x, Tensor) else Tensor(x)
+def as_tensor(data: Any) -> Tensor:
+    """`data` itself if it is a Tensor, else a constant tensor (no copy of numpy arrays)."""
+    return data if isinstance(data, Tensor) else Tensor(data)
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -209,9 +209,9 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
         ) from None
 
 
-def maximum(a: Any, b: Any) -> Tensor:
-    return as_tensor(a).maximum(b)
+def maximum(input: Any, other: Any) -> Tensor:
+    return as_tensor(input).maximum(other)
 
 
-def minimum(a: Any, b: Any) -> Tensor:
-    return as_tensor(a).minimum(b)
+def minimum(input: Any, other: Any) -> Tensor:
+    return as_tensor(input).minimum(other)

@@ -144,7 +144,7 @@ def ceil(input: Any) -> Tensor:
     return as_tensor(input).ceil()
 
 
-def round(input: Any, decimals: int = 0) -> Tensor:
+def round(input: Any, *, decimals: int = 0) -> Tensor:
     return as_tensor(input).round(decimals=decimals)
 
 
@@ -339,11 +339,11 @@ def cumprod(input: Any, dim: int) -> Tensor:
     return as_tensor(input).cumprod(dim)
 
 
-def sort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+def sort(input: Any, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Any:
     return as_tensor(input).sort(dim=dim, descending=descending, stable=stable)
 
 
-def argsort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+def argsort(input: Any, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
     return as_tensor(input).argsort(dim=dim, descending=descending, stable=stable)
 
 

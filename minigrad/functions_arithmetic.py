@@ -36,8 +36,8 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
 divide = div
 
 
-def true_divide(dividend: Any, divisor: Any) -> Tensor:
-    return as_tensor(dividend) / divisor
+def true_divide(input: Any, other: Any) -> Tensor:
+    return as_tensor(input) / other
 
 
 def floor_divide(input: Any, other: Any) -> Tensor:

@@ -18,9 +18,9 @@ def gather(input: Any, dim: int, index: Any) -> Tensor:
     return as_tensor(input).gather(dim, index)
 
 
-def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None, *,
+def scatter(input: Any, dim: int, index: Any, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> Tensor:
-    return as_tensor(input).scatter(dim, index, src, value, reduce=reduce)
+    return as_tensor(input).scatter(dim, index, src, value=value, reduce=reduce)
 
 
 def scatter_add(input: Any, dim: int, index: Any, src: Any) -> Tensor:

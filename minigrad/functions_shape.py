@@ -66,9 +66,9 @@ def concat(tensors: Sequence[Any], dim: int = 0) -> Tensor:
     return cat(tensors, dim)
 
 
-def concatenate(tensors: Sequence[Any], axis: int = 0) -> Tensor:
-    """Another name for cat (numpy's, with axis): the tensors joined along an axis."""
-    return cat(tensors, axis)
+def concatenate(tensors: Sequence[Any], dim: int = 0) -> Tensor:
+    """Another name for cat (numpy's name): the tensors joined along an existing axis dim."""
+    return cat(tensors, dim)
 
 
 def hstack(tensors: Sequence[Any]) -> Tensor:

@@ -17,13 +17,13 @@ def median(input: Any, dim: int | None = None, keepdim: bool = False) -> Tensor 
     return as_tensor(input).median(dim, keepdim)
 
 
-def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     return as_tensor(input).norm(p, dim, keepdim, dtype)
 
 
-def multinomial(input: Any, num_samples: int, replacement: bool = False,
+def multinomial(input: Any, num_samples: int, replacement: bool = False, *,
                 generator: np.random.Generator | None = None) -> Tensor:
-    return as_tensor(input).multinomial(num_samples, replacement, generator)
+    return as_tensor(input).multinomial(num_samples, replacement, generator=generator)
 
 
 def amax(input: Any, dim: Dim = (), keepdim: bool = False) -> Tensor:

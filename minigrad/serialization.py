@@ -95,8 +95,8 @@ def _as_array(key: Any, value: Any) -> np.ndarray:
     return arr
 
 
-def save(obj: Mapping[str, Any], path: str | os.PathLike) -> None:
-    """Write a dict of arrays (or tensors) to `path` as .npz.
+def save(obj: Mapping[str, Any], f: str | os.PathLike) -> None:
+    """Write a dict of arrays (or tensors) to the file `f` (a path) as .npz.
 
     Every value is checked before the file is touched, so a value that load could not read
     back (None, an object array) raises a TypeError naming its key and leaves any old file
@@ -106,7 +106,7 @@ def save(obj: Mapping[str, Any], path: str | os.PathLike) -> None:
     one, else what the umask allows.
     """
     arrays = {k: _as_array(k, v) for k, v in obj.items()}
-    path = os.fspath(path)
+    path = os.fspath(f)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     clean_temporaries(folder)  # left by a process killed mid-save
@@ -117,10 +117,10 @@ def save(obj: Mapping[str, Any], path: str | os.PathLike) -> None:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
         try:
-            with os.fdopen(fd, "wb") as f:
-                _write_npz(f, arrays)
-                f.flush()
-                os.fsync(f.fileno())  # the bytes are on disk before the name points at them
+            with os.fdopen(fd, "wb") as out:
+                _write_npz(out, arrays)
+                out.flush()
+                os.fsync(out.fileno())  # the bytes are on disk before the name points at them
             if os.path.exists(path):
                 os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
             os.replace(tmp, path)
@@ -207,8 +207,8 @@ def _write_npz(f: Any, arrays: Mapping[str, np.ndarray]) -> None:
                 np.lib.format.write_array(member, arr, allow_pickle=False)
 
 
-def load(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Read a dict of arrays written by `save` (no pickled objects are ever loaded).
+def load(f: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Read a dict of arrays written by `save` to the file `f` (no pickled objects are ever loaded).
 
     Nothing is allocated before the whole file is checked: each member's .npy header must
     parse and declare exactly the bytes the zip directory says the member holds, and the
@@ -216,9 +216,9 @@ def load(path: str | os.PathLike) -> dict[str, np.ndarray]:
     missing file and `CheckpointError` (a ValueError) for a file that is damaged (truncated,
     corrupt, a header that lies), one that is not an archive of arrays, or one too large.
     """
-    name = os.fspath(path)
+    name = os.fspath(f)
     try:
-        with open(path, "rb") as fh:
+        with open(f, "rb") as fh:
             magic = fh.read(6)
             fh.seek(0)
             if not magic:

@@ -56,10 +56,10 @@ class IndexingMethods:
         no larger than self apart from `dim`."""
         return Gather.apply(self, dim=dim, index=_array(index))
 
-    def scatter(self, dim: int, index: Any, src: Any = None, value: Any = None, *,
+    def scatter(self, dim: int, index: Any, src: Any = None, *, value: Any = None,
                 reduce: str | None = None) -> Tensor:
-        """A copy of self with out[i][index[i][j][k]][k] = src[i][j][k] (dim 1), or = value
-        (a number) for every index entry. `reduce` is refused: use scatter_add for sums."""
+        """A copy of self with out[i][index[i][j][k]][k] = src[i][j][k] (dim 1); a number, as src
+        or as value=, goes to every index entry. `reduce` is refused: use scatter_add for sums."""
         if reduce is not None:
             raise ValueError(f"scatter: reduce={reduce!r} is not supported (PyTorch deprecates it); "
                              "use scatter_add for reduce='add'")
@@ -179,13 +179,13 @@ class IndexingMethods:
                              f"give {idx.size} slices")
         return x.index_select(axis, idx)
 
-    def broadcast_to(self, shape: Sequence[int]) -> Tensor:
-        """self expanded (without copying) to `shape`, by broadcasting; -1 keeps a size."""
+    def broadcast_to(self, size: Sequence[int]) -> Tensor:
+        """self expanded (without copying) to `size`, by broadcasting; a -1 in it keeps self's size."""
         try:
-            return self.expand(tuple(shape))
+            return self.expand(tuple(size))
         except ValueError:
             raise ValueError(f"broadcast_to: shape {self.shape} cannot be broadcast to "
-                             f"{tuple(shape)}") from None
+                             f"{tuple(size)}") from None
 
     # ------------------------------------------------------------------ matrix products
 

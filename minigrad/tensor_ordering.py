@@ -89,7 +89,7 @@ class OrderingMethods:
         data = self.data if self.ndim else self.data.reshape(1)
         return axis, stable_argsort(data, axis, descending)
 
-    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> SortResult:
+    def sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> SortResult:
         """(values, indices) of the elements sorted along `dim`, ascending unless `descending`.
 
         The sort is always stable (equal values keep their order), which stable=False allows.
@@ -99,7 +99,7 @@ class OrderingMethods:
         values = GatherSorted.apply(self, indices=idx, dim=axis)
         return SortResult(values, self._make(idx.astype(np.int64, copy=False), None))
 
-    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
         """The int64 indices that sort the elements along `dim` (stable, as `sort`)."""
         _, idx = self._sort_indices(dim, descending, "argsort")
         return self._make(idx.reshape(self.shape).astype(np.int64, copy=False), None)

@@ -137,7 +137,7 @@ class PointwiseMethods:
     def ceil(self) -> Tensor:
         return Ceil.apply(self)
 
-    def round(self, decimals: int = 0) -> Tensor:
+    def round(self, *, decimals: int = 0) -> Tensor:
         """Halves go to the even neighbour (2.5 -> 2), as in PyTorch."""
         return Round.apply(self, decimals=decimals)
 

@@ -101,27 +101,23 @@ class ShapeMethods:
             raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
         return self.reshape(self.shape[:s] + (-1,) + self.shape[e + 1:])
 
-    def split(self, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
         """Pieces of `split_size` along dim (the last may be smaller), or of the given sizes."""
         dim = _axis(dim, self.ndim, "split")
         n = self.shape[dim]
-        if _is_count(split_size_or_sections):
-            step = int(split_size_or_sections)
+        if _is_count(split_size):
+            step = int(split_size)
             if step < 0 or (step == 0 and n != 0):
                 raise ValueError(
                     f"split: split_size must be a positive integer, not {step} (dim {dim} has size {n})"
                 )
             sizes = [min(step, n - i) for i in range(0, n, step)] if n else [0]
         else:
-            if not isinstance(split_size_or_sections, (list, tuple)):
-                raise TypeError(
-                    f"split: expected a split size (int) or a list of sizes, not {split_size_or_sections!r}"
-                )
-            sizes = list(split_size_or_sections)
+            if not isinstance(split_size, (list, tuple)):
+                raise TypeError(f"split: expected a split size (int) or a list of sizes, not {split_size!r}")
+            sizes = list(split_size)
             if not all(_is_count(s) and s >= 0 for s in sizes):
-                raise ValueError(
-                    f"split: the sizes must be integers >= 0, not {split_size_or_sections!r}"
-                )
+                raise ValueError(f"split: the sizes must be integers >= 0, not {split_size!r}")
             if sum(sizes) != n:
                 raise ValueError(f"split: sizes {sizes} do not add up to {n} (dim {dim})")
         pieces, start = [], 0

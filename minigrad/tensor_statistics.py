@@ -108,7 +108,7 @@ class StatisticsMethods:
 
     # ------------------------------------------------------------------ sampling (no grad)
 
-    def multinomial(self, num_samples: int, replacement: bool = False,
+    def multinomial(self, num_samples: int, replacement: bool = False, *,
                     generator: np.random.Generator | None = None) -> Tensor:
         """int64 indices of categories drawn from each row of weights (1-d or 2-d; each row
         non-negative, not necessarily normalised), as torch.multinomial.

@@ -36,29 +36,29 @@ _count: int | None = None  # set by set_num_threads
 WAYS = ("kernels", "blas")
 
 
-def set_num_threads(n: int, way: str = "kernels") -> None:
-    """Let a step use at most n threads. way="kernels" (the default): minigrad's kernels, their
+def set_num_threads(num: int, *, way: str = "kernels") -> None:
+    """Let a step use at most num threads. way="kernels" (the default): minigrad's kernels, their
     matrix products included, split their work over them and BLAS runs on one. way="blas": BLAS
-    runs the matrix products on its own n threads and minigrad's kernels run on one (faster for
+    runs the matrix products on its own num threads and minigrad's kernels run on one (faster for
     small models on an idle machine; see this module's docstring)."""
     global _limits, _count
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"set_num_threads: need a whole number of threads, at least 1; got {n!r}")
+    if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+        raise ValueError(f"set_num_threads: need a whole number of threads, at least 1; got {num!r}")
     if way not in WAYS:
         raise ValueError(f"set_num_threads: way must be one of {', '.join(WAYS)}; got {way!r}")
     if way == "blas":
-        _limits = threadpool_limits(limits=n, user_api="blas")
+        _limits = threadpool_limits(limits=num, user_api="blas")
         parallel.set_threads(1)
     else:
         _limits = threadpool_limits(limits=1, user_api="blas")  # BLAS idle threads would spin
-        parallel.set_threads(n)
-    _count = n
+        parallel.set_threads(num)
+    _count = num
 
 
 def apply_setting(setting: int | str) -> None:
     """Set a tuner's setting: a count n (set_num_threads(n)) or "blas:N" (BLAS's way)."""
     n, way = parse_setting(setting)
-    set_num_threads(n, way)
+    set_num_threads(n, way=way)
 
 
 def parse_setting(setting: int | str) -> tuple[int, str]:

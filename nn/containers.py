@@ -53,10 +53,10 @@ class Sequential(Module):
     def _members(self) -> Iterator[tuple[str, Any]]:
         yield from self._entries.items()
 
-    def forward(self, x: Any) -> Any:
+    def forward(self, input: Any) -> Any:
         for layer in self._entries.values():
-            x = layer(x)
-        return x
+            input = layer(input)
+        return input
 
     def __getattr__(self, name: str) -> Module:
         # Only reached when ordinary lookup fails: a child by its name (`seq.fc`).

@@ -185,14 +185,14 @@ class _ConvNd(Module):
             bound = 1 / math.sqrt(fan_in)
             init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, input: Tensor) -> Tensor:
         fn = conv1d if self._n == 1 else conv2d
         if self.padding_mode == "zeros":
-            return fn(x, self.weight, self.bias, self.stride, self._pads[::2] if self._symmetric()
+            return fn(input, self.weight, self.bias, self.stride, self._pads[::2] if self._symmetric()
                       else self.padding, self.dilation, self.groups)
         # the other modes pad first (F.pad takes the last dimension first), then convolve unpadded
         pads = sum(((self._pads[2 * a], self._pads[2 * a + 1]) for a in reversed(range(self._n))), ())
-        return fn(_pad(x, pads, mode=self.padding_mode), self.weight, self.bias, self.stride, 0,
+        return fn(_pad(input, pads, mode=self.padding_mode), self.weight, self.bias, self.stride, 0,
                   self.dilation, self.groups)
 
     def _symmetric(self) -> bool:

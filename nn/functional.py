@@ -187,17 +187,17 @@ def log_softmax(input: Tensor, dim: int = -1) -> Tensor:
 # ----------------------------------------------------------------------------- normalization, dropout
 
 
-def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalize over the last dimensions `normalized_shape` (see kernels.LayerNorm).
 
     Shape:
-        x: (*, *normalized_shape); weight, bias: normalized_shape; output: like x.
+        input: (*, *normalized_shape); weight, bias: normalized_shape; output: like input.
     """
-    _need_tensor("layer_norm", "the input", x)
+    _need_tensor("layer_norm", "the input", input)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if x.shape[x.ndim - len(shape):] != shape or len(shape) > x.ndim:
-        raise ValueError(f"layer_norm: input of shape {x.shape} does not end in normalized_shape {shape}")
+    if input.shape[input.ndim - len(shape):] != shape or len(shape) > input.ndim:
+        raise ValueError(f"layer_norm: input of shape {input.shape} does not end in normalized_shape {shape}")
     for name, p in (("weight", weight), ("bias", bias)):
         if p is None:
             continue
@@ -207,10 +207,10 @@ def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor 
                              f"needs {shape}{_where()}")
     params = []
     if weight is not None or bias is not None:
-        params.append(weight if weight is not None else Tensor(np.ones(shape, dtype=x.dtype)))
+        params.append(weight if weight is not None else Tensor(np.ones(shape, dtype=input.dtype)))
     if bias is not None:
         params.append(bias)
-    return kernels.LayerNorm.apply(x, *params, ndim=len(shape), eps=eps)
+    return kernels.LayerNorm.apply(input, *params, ndim=len(shape), eps=eps)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:

@@ -1,7 +1,7 @@
 """Weight initialisation, as `torch.nn.init`: fill a tensor in place from the global generator.
 
-Every function writes into `t.data` (keeping its dtype and array), returns `t`, and draws
-from `minigrad.random.generator()`, so `minigrad.manual_seed` makes runs repeat. For a
+Every function writes into `tensor.data` (keeping its dtype and array), returns `tensor`, and
+draws from `minigrad.random.generator()`, so `minigrad.manual_seed` makes runs repeat. For a
 weight of shape (out, in, *k), fan_in = in * prod(k) and fan_out = out * prod(k).
 """
 
@@ -15,32 +15,32 @@ from minigrad import Tensor, versions
 from minigrad.random import generator
 
 
-def _fill(t: Tensor, values: np.ndarray | float) -> Tensor:
-    t.data[...] = values  # in place: the array (and any view of it) keeps its identity
-    versions.bump(t.data)  # a graph that saved the old values now refuses to backward
-    return t
+def _fill(tensor: Tensor, values: np.ndarray | float) -> Tensor:
+    tensor.data[...] = values  # in place: the array (and any view of it) keeps its identity
+    versions.bump(tensor.data)  # a graph that saved the old values now refuses to backward
+    return tensor
 
 
-def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
     """Fill with samples of U(a, b)."""
-    return _fill(t, generator().uniform(a, b, t.shape))
+    return _fill(tensor, generator().uniform(a, b, tensor.shape))
 
 
-def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
     """Fill with samples of N(mean, std^2)."""
-    return _fill(t, generator().normal(mean, std, t.shape))
+    return _fill(tensor, generator().normal(mean, std, tensor.shape))
 
 
-def constant_(t: Tensor, val: float) -> Tensor:
-    return _fill(t, val)
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    return _fill(tensor, val)
 
 
-def zeros_(t: Tensor) -> Tensor:
-    return _fill(t, 0)
+def zeros_(tensor: Tensor) -> Tensor:
+    return _fill(tensor, 0)
 
 
-def ones_(t: Tensor) -> Tensor:
-    return _fill(t, 1)
+def ones_(tensor: Tensor) -> Tensor:
+    return _fill(tensor, 1)
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
@@ -63,49 +63,49 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
 
 
-def _calculate_fan_in_and_fan_out(t: Tensor) -> tuple[int, int]:
+def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
     """(fan_in, fan_out) of a weight (out, in, *kernel): (in * k, out * k), k = prod(kernel)."""
-    if t.ndim < 2:
+    if tensor.ndim < 2:
         raise ValueError(
-            f"init: fan in and fan out need a tensor of at least 2 dimensions, not shape {t.shape}"
+            f"init: fan in and fan out need a tensor of at least 2 dimensions, not shape {tensor.shape}"
         )
-    receptive = math.prod(t.shape[2:])
-    return t.shape[1] * receptive, t.shape[0] * receptive
+    receptive = math.prod(tensor.shape[2:])
+    return tensor.shape[1] * receptive, tensor.shape[0] * receptive
 
 
-def _fan(t: Tensor, mode: str) -> int:
+def _fan(tensor: Tensor, mode: str) -> int:
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"init: mode must be 'fan_in' or 'fan_out', not {mode!r}")
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(t)
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
 
 
-def xavier_uniform_(t: Tensor, gain: float = 1.0) -> Tensor:
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
     """U(-b, b), b = gain * sqrt(6 / (fan_in + fan_out))  (Glorot & Bengio, 2010)."""
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(t)
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
-    return uniform_(t, -bound, bound)
+    return uniform_(tensor, -bound, bound)
 
 
-def xavier_normal_(t: Tensor, gain: float = 1.0) -> Tensor:
+def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
     """N(0, std^2), std = gain * sqrt(2 / (fan_in + fan_out))."""
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(t)
-    return normal_(t, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
 
 
-def kaiming_uniform_(t: Tensor, a: float = 0, mode: str = "fan_in",
+def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                      nonlinearity: str = "leaky_relu") -> Tensor:
     """U(-b, b), b = gain * sqrt(3 / fan), gain = calculate_gain(nonlinearity, a)  (He et al., 2015).
 
     With a = sqrt(5) (what Linear uses) b = 1 / sqrt(fan_in).
     """
-    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(t, mode))
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     bound = math.sqrt(3.0) * std
-    return uniform_(t, -bound, bound)
+    return uniform_(tensor, -bound, bound)
 
 
-def kaiming_normal_(t: Tensor, a: float = 0, mode: str = "fan_in",
+def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu") -> Tensor:
     """N(0, std^2), std = gain / sqrt(fan), gain = calculate_gain(nonlinearity, a)."""
-    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(t, mode))
-    return normal_(t, 0.0, std)
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    return normal_(tensor, 0.0, std)

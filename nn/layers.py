@@ -56,8 +56,8 @@ class Linear(Module):
             bound = 1 / math.sqrt(self.in_features)
             init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.linear(x, self.weight, self.bias)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         bias = self.bias is not None
@@ -100,8 +100,8 @@ class Embedding(Module):
         if self.padding_idx is not None:
             self.weight.data[self.padding_idx] = 0
 
-    def forward(self, idx: Any) -> Tensor:
-        return F.embedding(idx, self.weight, self.padding_idx)
+    def forward(self, input: Any) -> Tensor:
+        return F.embedding(input, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
@@ -133,8 +133,8 @@ class LayerNorm(Module):
         self.weight = Parameter(np.ones(shape, dtype=np.float32)) if elementwise_affine else None
         self.bias = Parameter(np.zeros(shape, dtype=np.float32)) if elementwise_affine and bias else None
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
@@ -157,8 +157,8 @@ class Dropout(Module):
             raise ValueError(f"Dropout: p must lie in [0, 1), not {p}")
         self.p = p
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.dropout(x, self.p, self.training)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout(input, self.p, self.training)
 
     def extra_repr(self) -> str:
         return f"p={self.p}"
@@ -175,8 +175,8 @@ class ReLU(Module):
         - Output: the same shape as the input
     """
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.relu(x)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.relu(input)
 
 
 class GELU(Module):
@@ -195,8 +195,8 @@ class GELU(Module):
             raise ValueError(f"GELU: approximate must be 'none' or 'tanh', not {approximate!r}")
         self.approximate = approximate
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.gelu(x, self.approximate)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.gelu(input, self.approximate)
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"
@@ -210,8 +210,8 @@ class Tanh(Module):
         - Output: the same shape as the input
     """
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.tanh(x)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.tanh(input)
 
 
 class Sigmoid(Module):
@@ -222,8 +222,8 @@ class Sigmoid(Module):
         - Output: the same shape as the input
     """
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.sigmoid(x)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.sigmoid(input)
 
 
 class Softmax(Module):
@@ -240,8 +240,8 @@ class Softmax(Module):
     def __init__(self, dim: int = -1):
         self.dim = dim
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.softmax(x, self.dim)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmax(input, self.dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
@@ -260,8 +260,8 @@ class LeakyReLU(_Activation):
     def __init__(self, negative_slope: float = 0.01):
         self.negative_slope = negative_slope
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.leaky_relu(x, self.negative_slope)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.leaky_relu(input, self.negative_slope)
 
 
 class ELU(_Activation):
@@ -270,15 +270,15 @@ class ELU(_Activation):
     def __init__(self, alpha: float = 1.0):
         self.alpha = alpha
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.elu(x, self.alpha)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.elu(input, self.alpha)
 
 
 class SiLU(_Activation):
     """x * sigmoid(x): `F.silu`."""
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.silu(x)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.silu(input)
 
 
 class Softplus(_Activation):
@@ -287,15 +287,15 @@ class Softplus(_Activation):
     def __init__(self, beta: float = 1.0, threshold: float = 20.0):
         self.beta, self.threshold = beta, threshold
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.softplus(x, self.beta, self.threshold)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softplus(input, self.beta, self.threshold)
 
 
 class Mish(_Activation):
     """x * tanh(softplus(x)): `F.mish`."""
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.mish(x)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.mish(input)
 
 
 class Hardtanh(_Activation):
@@ -306,15 +306,15 @@ class Hardtanh(_Activation):
             raise ValueError(f"Hardtanh: min_val {min_val} must not exceed max_val {max_val}")
         self.min_val, self.max_val = min_val, max_val
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.hardtanh(x, self.min_val, self.max_val)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardtanh(input, self.min_val, self.max_val)
 
 
 class LogSigmoid(_Activation):
     """log(sigmoid(x)), exact for any x: `F.logsigmoid`."""
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.logsigmoid(x)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.logsigmoid(input)
 
 
 class Softmin(_Activation):
@@ -323,8 +323,8 @@ class Softmin(_Activation):
     def __init__(self, dim: int = -1):
         self.dim = dim
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.softmin(x, self.dim)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmin(input, self.dim)
 
 
 class LogSoftmax(_Activation):
@@ -333,8 +333,8 @@ class LogSoftmax(_Activation):
     def __init__(self, dim: int = -1):
         self.dim = dim
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.log_softmax(x, self.dim)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.log_softmax(input, self.dim)
 
 
 # ----------------------------------------------------------------------------- shape
@@ -351,8 +351,8 @@ class Flatten(Module):
     def __init__(self, start_dim: int = 1, end_dim: int = -1):
         self.start_dim, self.end_dim = start_dim, end_dim
 
-    def forward(self, x: Tensor) -> Tensor:
-        return x.flatten(self.start_dim, self.end_dim)
+    def forward(self, input: Tensor) -> Tensor:
+        return input.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
@@ -369,14 +369,14 @@ class Unflatten(Module):
     def __init__(self, dim: int, unflattened_size: Sequence[int]):
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
-    def forward(self, x: Tensor) -> Tensor:
-        d, sizes = (self.dim + x.ndim if self.dim < 0 else self.dim), self.unflattened_size
+    def forward(self, input: Tensor) -> Tensor:
+        d, sizes = (self.dim + input.ndim if self.dim < 0 else self.dim), self.unflattened_size
         known = math.prod(s for s in sizes if s != -1)
-        if not 0 <= d < x.ndim or sizes.count(-1) > 1 or (
-                x.shape[d] != known if -1 not in sizes else known == 0 or x.shape[d] % known):
-            raise ValueError(f"Unflatten: cannot split axis {self.dim} of an input of shape {x.shape} "
+        if not 0 <= d < input.ndim or sizes.count(-1) > 1 or (
+                input.shape[d] != known if -1 not in sizes else known == 0 or input.shape[d] % known):
+            raise ValueError(f"Unflatten: cannot split axis {self.dim} of an input of shape {input.shape} "
                              f"into {sizes} (their product must equal that axis' size; at most one -1)")
-        return x.reshape(x.shape[:d] + sizes + x.shape[d + 1:])
+        return input.reshape(input.shape[:d] + sizes + input.shape[d + 1:])
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
@@ -394,5 +394,5 @@ class Identity(Module):
     def __init__(self, *args: Any, **kwargs: Any):
         pass
 
-    def forward(self, x: Any) -> Any:
-        return x
+    def forward(self, input: Any) -> Any:
+        return input

@@ -178,8 +178,8 @@ class MaxPool2d(_PoolNd):
         self.stride = stride if stride is not None else kernel_size
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
-    def forward(self, x: Tensor) -> Any:
-        return self._fn(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+    def forward(self, input: Tensor) -> Any:
+        return self._fn(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
                         self.return_indices)
 
 
@@ -211,8 +211,8 @@ class AvgPool2d(_PoolNd):
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
         self.divisor_override = divisor_override
 
-    def forward(self, x: Tensor) -> Tensor:
-        return avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+    def forward(self, input: Tensor) -> Tensor:
+        return avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                           self.count_include_pad, self.divisor_override)
 
 
@@ -229,5 +229,5 @@ class AdaptiveAvgPool2d(_PoolNd):
     def __init__(self, output_size: Any):
         self.output_size = output_size
 
-    def forward(self, x: Tensor) -> Tensor:
-        return adaptive_avg_pool2d(x, self.output_size)
+    def forward(self, input: Tensor) -> Tensor:
+        return adaptive_avg_pool2d(input, self.output_size)

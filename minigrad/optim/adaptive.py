@@ -41,7 +41,7 @@ class RMSprop(Optimizer):
     """
 
     def __init__(self, params: Params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: float = 0, momentum: float = 0, centered: bool = False,
+                 weight_decay: float = 0, momentum: float = 0, centered: bool = False, *,
                  maximize: bool = False):
         defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                         centered=centered, maximize=maximize)

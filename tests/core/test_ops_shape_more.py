@@ -88,7 +88,7 @@ def cases(draw, op):
         if op == "vstack" and n == 1:
             parts = [shape] * len(sizes)  # 1-d rows of one length
         if op == "concatenate":
-            return parts, lambda *xs: mg.concatenate(xs, axis=d), lambda T, *xs: T.concatenate(xs, axis=d)
+            return parts, lambda *xs: mg.concatenate(xs, dim=d), lambda T, *xs: T.concatenate(xs, dim=d)
         if op == "concat":
             return parts, lambda *xs: mg.concat(xs, dim=d), lambda T, *xs: T.concat(xs, dim=d)
         return parts, lambda *xs: getattr(mg, op)(xs), lambda T, *xs: getattr(T, op)(xs)

@@ -234,7 +234,7 @@ def test_multinomial_is_reproducible_and_takes_a_generator():
     b = x.multinomial(10, True)
     np.testing.assert_array_equal(a.data, b.data)
     c = x.multinomial(10, True, generator=np.random.default_rng(3))
-    d = mg.multinomial(x, 10, True, np.random.default_rng(3))
+    d = mg.multinomial(x, 10, True, generator=np.random.default_rng(3))
     np.testing.assert_array_equal(c.data, d.data)
     assert sorted(mg.multinomial(x, 3).data.tolist()) == [0, 1, 2]  # all of them, once each
     assert mg.zeros(0, 3).multinomial(2).shape == (0, 2)
