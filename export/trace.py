@@ -159,7 +159,9 @@ class _Recorder:
             self._add(b, Ref("buffer", name))
 
     def _add(self, t: Tensor, ref: Ref) -> None:
-        self._alive.append(t)
+        # The array too: an op may give the tensor a new one (batch norm's running statistics),
+        # and a freed array's id could come back as an unrelated array's
+        self._alive.extend((t, t.data))
         self._tensors[id(t)] = ref
         self._arrays[id(t.data)] = (ref, t.requires_grad)
 

@@ -36,7 +36,7 @@ def variance_options(op: str, dim: Any, unbiased: Any, keepdim: Any, correction:
                         f"not {unbiased!r}; for another divisor pass correction={unbiased!r}")
     if correction is None:
         correction = 0 if unbiased is False or unbiased is np.False_ else 1
-    elif isinstance(correction, (bool, np.bool_)) or not isinstance(correction, (int, float, np.integer, np.floating)):
+    elif isinstance(correction, (bool, np.bool_)) or not isinstance(correction, (int, float, np.number)):
         raise TypeError(f"{op}: correction must be a number (n - correction divides), not {correction!r}")
     return {"dim": dim, "keepdim": bool(keepdim), "correction": correction}
 

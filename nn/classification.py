@@ -57,8 +57,8 @@ def _classes_last(fn: str, input: Any, target: Any) -> tuple[Any, Any]:
         C = input.shape[-1]
         flatten = (f": for classes on the last dim, flatten as in PyTorch, {fn}(input.reshape(-1, {C}), "
                    "target.reshape(-1))") if tuple(shape) == input.shape[:-1] else ""
-        raise ValueError(f"{fn}: input of shape {input.shape} has its classes on dim 1, as in PyTorch, so the "
-                         f"target must have shape {expected}, but it has {tuple(shape)}{flatten}")
+        raise ValueError(f"{fn}: input of shape {input.shape} has its classes on dim 1, as in PyTorch, so "
+                         f"the target must have shape {expected}, but it has {tuple(shape)}{flatten}")
     return input.movedim(1, -1), target
 
 
@@ -79,10 +79,12 @@ def cross_entropy(input: Tensor, target: Any, weight: Tensor | None = None, size
     The classes are on dim 1, as in PyTorch: logits (N, C) or (N, C, d1, ..., dk) with class
     ids (N) or (N, d1, ..., dk), and (C,) with a 0-d target. A language model's logits
     (B, T, V) go in flattened, as in PyTorch: `cross_entropy(logits.reshape(-1, V),
-    targets.reshape(-1))` (`_classes_last` refuses the unflattened call). Rows whose target is `ignore_index` are never read: they give loss 0 and a
-    gradient of exactly 0, whatever they hold (a PAD row masked to -inf, NaN). With
-    reduction="mean" they are left out of the average; if every row is ignored the result
-    is 0.0 (PyTorch gives nan), so a batch of padding only does not poison training.
+    targets.reshape(-1))` (`_classes_last` refuses the unflattened call).
+
+    Rows whose target is `ignore_index` are never read: they give loss 0 and a gradient of
+    exactly 0, whatever they hold (a PAD row masked to -inf, NaN). With reduction="mean" they
+    are left out of the average; if every row is ignored the result is 0.0 (PyTorch gives
+    nan), so a batch of padding only does not poison training.
 
     `weight` (C,) weighs each class, as in PyTorch: row i's loss is multiplied by w[t_i] (the
     smoothing term by each class's own weight), and "mean" divides by sum_i w[t_i] instead of

@@ -188,7 +188,8 @@ class LayerNorm(Function):
         w = None if weight is None else widened(weight.reshape(-1))
         b = None if bias is None else widened(bias.reshape(-1))
         for r in _row_blocks(x2):
-            _normalize_rows(x2[r], x2.dtype.type(eps), x_hat[r], rstd[r], y[r] if y.dtype == x2.dtype else None)
+            into = y[r] if y.dtype == x2.dtype else None  # y itself, when it has the working dtype
+            _normalize_rows(x2[r], x2.dtype.type(eps), x_hat[r], rstd[r], into)
             if w is None:
                 y[r] = x_hat[r]
             else:

@@ -56,7 +56,13 @@ def test_function_form_matches_torch(name, args, kwargs, n, ints, data):
         weights = [rng.standard_normal(o.shape) for o in got]
         sum((o * w).sum() for o, w in zip(got, weights)).backward()
         sum((o * torch.from_numpy(w)).sum() for o, w in zip(want, weights)).backward()
-        for m, t in zip(mins, tins):
+        for a, m, t in zip(arrays, mins, tins):
+            if name in ("std", "var") and np.all(a == a.flat[0]):
+                # a constant input: minigrad's deviations are exactly 0 (its mean of n equal
+                # values is the value), so is its gradient; torch's rounded mean leaves an ulp,
+                # which std's backward divides by an ulp-sized std (torch gave 0.023 here)
+                assert np.all(m.grad == 0), name
+                continue
             np.testing.assert_allclose(m.grad, t.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 

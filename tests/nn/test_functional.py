@@ -74,7 +74,8 @@ def test_nll_loss_of_log_softmax_is_cross_entropy(data):
                            max_size=int(np.prod(x.shape[:-1]))))
     t = np.array(t, dtype=np.int64).reshape(x.shape[:-1])
     for reduction in ("mean", "sum", "none"):
-        a = F.nll_loss(_classes_on_dim_1(Tensor(x).log_softmax()), t, ignore_index=-1, reduction=reduction).data
+        logp = _classes_on_dim_1(Tensor(x).log_softmax())
+        a = F.nll_loss(logp, t, ignore_index=-1, reduction=reduction).data
         b = F.cross_entropy(_classes_on_dim_1(Tensor(x)), t, ignore_index=-1, reduction=reduction).data
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     assert gradcheck(lambda lp: F.nll_loss(_classes_on_dim_1(lp), t, ignore_index=-1), [x])

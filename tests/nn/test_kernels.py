@@ -136,8 +136,8 @@ def _classes_on_dim_1(a):
 @given(ce_cases())
 def test_cross_entropy_matches_twin(case):
     x, t, kw = case
-    assert_same(lambda a: F.cross_entropy(_classes_on_dim_1(a), t, **kw), lambda a: cross_entropy_twin(a, t, **kw),
-                [x])
+    assert_same(lambda a: F.cross_entropy(_classes_on_dim_1(a), t, **kw),
+                lambda a: cross_entropy_twin(a, t, **kw), [x])
 
 
 @given(ce_cases())

@@ -62,7 +62,8 @@ def test_layer_norm_of_a_constant_row_is_exactly_the_bias(case):
     assert np.all(dw == 0), dw
     assert np.all(dx == 0), dx
     # db is a column sum of g, rounded in x's dtype (the order of the additions may differ)
-    np.testing.assert_allclose(db, g.sum(axis=0, dtype=np.float64), rtol=4 * g.shape[0] * np.finfo(x.dtype).eps)
+    rtol = 4 * g.shape[0] * np.finfo(x.dtype).eps
+    np.testing.assert_allclose(db, g.sum(axis=0, dtype=np.float64), rtol=rtol)
 
 
 def test_layer_norm_of_the_issue_rows_matches_torch():
@@ -161,8 +162,8 @@ def test_float16_normalizations_match_torch(case):
         "group_norm": (lambda a: F.group_norm(a, 2, mg.tensor(w), mg.tensor(b)),
                        lambda a: TF.group_norm(a, 2, torch.tensor(w).double(), torch.tensor(b).double())),
         "batch_norm": (lambda a: F.batch_norm(a, None, None, mg.tensor(w), mg.tensor(b), training=True),
-                       lambda a: TF.batch_norm(a, None, None, torch.tensor(w).double(), torch.tensor(b).double(),
-                                               training=True)),
+                       lambda a: TF.batch_norm(a, None, None, torch.tensor(w).double(),
+                                               torch.tensor(b).double(), training=True)),
         "normalize": (lambda a: F.normalize(a, dim=-1), lambda a: TF.normalize(a, dim=-1)),
         "cosine_similarity": (lambda a: F.cosine_similarity(a, a * 0.5 + 1, dim=-1),
                               lambda a: TF.cosine_similarity(a, a * 0.5 + 1, dim=-1)),
@@ -193,8 +194,8 @@ def test_tanh_gelu_of_every_finite_float16_matches_torch():
     every = np.arange(65536, dtype=np.uint16).view(np.float16)
     x = every[np.isfinite(every)]
     for approximate in ("tanh", "none"):
-        y, dx = _grads(lambda t: F.gelu(t, approximate=approximate), [x], np.ones_like(x))
-        ty, tdx = _torch_grads(lambda t: TF.gelu(t, approximate=approximate), [x], np.ones_like(x))
+        y, dx = _grads(lambda t, a=approximate: F.gelu(t, approximate=a), [x], np.ones_like(x))
+        ty, tdx = _torch_grads(lambda t, a=approximate: TF.gelu(t, approximate=a), [x], np.ones_like(x))
         assert y.dtype == dx.dtype == np.float16
         assert np.isfinite(y).all() and np.isfinite(dx).all(), (approximate, x[~np.isfinite(dx)][:8])
         for name, a, b in (("y", y, ty), ("dx", dx, tdx)):
