@@ -74,10 +74,16 @@ def generic_mistakes(reference: dict[str, np.ndarray], with_ones: dict[str, np.n
             out.append(Mistake("transposed_grad", {n: reference[n].swapaxes(-1, -2)}))
     out.append(Mistake("sign_error", {n: -reference[n] for n in names}))
     out += [Mistake("sign_error", {n: -reference[n]}) for n in names]
-    for n in names:
-        c = fitted_factor(student.get(n, np.empty(0)), reference[n])
-        if c is not None and abs(c + 1) > 1e-3:
+    # Each gradient tested for its own constant ratio, alone and together (dq and dk both d times
+    # too big; layer norm's dw and db both divided by the number of rows).
+    factors = {n: c for n in names
+               if (c := fitted_factor(student.get(n, np.empty(0)), reference[n])) is not None}
+    for n, c in factors.items():
+        if abs(c + 1) > 1e-3:
             out.append(Mistake("factor_error", {n: c * reference[n]}, note=f"{n}: factor {c:.4g}"))
+    if len(factors) >= 2 and any(abs(c + 1) > 1e-3 for c in factors.values()):
+        out.append(Mistake("factor_error", {n: c * reference[n] for n, c in factors.items()},
+                           note=", ".join(f"{n}: factor {c:.4g}" for n, c in factors.items())))
     return out
 
 

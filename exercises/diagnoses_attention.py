@@ -12,6 +12,14 @@ ENTRIES: list[Diagnosis] = [
         'finite. exp(s) overflows to inf past s = 709 in float64, and inf / inf is nan (a row whose '
         'every exp underflows to 0 gives 0 / 0). The weights softmax(s) do not change when one number '
         'is subtracted from every score of a row; look at what your softmax takes exp of.'
+    ), covers=("masked_row_nan",)),  # without the max, a fully masked row is 0 / 0: fix this first
+    Diagnosis("masked_row_nan", "a query with no allowed key gets nan, not 0",
+              ("attention_forward", "additive_attention"), (
+        'Your output is nan on the row of a query that may attend to no key (every score -inf), and '
+        'right on every other row. Such a row\'s max is -inf, so s - max(s) is -inf - (-inf) = nan; '
+        'without the max, every exp is 0 and the row\'s weights are 0 / 0 = nan. The task gives that '
+        'query weights 0 (and output 0): look at the max your softmax subtracts where it is -inf, and '
+        'at the sum it divides by where it is 0 (the given forward of attention_backward handles both).'
     )),
     Diagnosis("mask_inverted", "the mask is read the wrong way round (True taken as masked)",
               ("attention_forward", "additive_attention"), (
@@ -26,8 +34,8 @@ ENTRIES: list[Diagnosis] = [
         'Your scores are scaled by 1/sqrt of the wrong size: right where every size is the same, wrong '
         'where the sizes differ. The d of S = Q K^T / sqrt(d) is the length of one query (and key) '
         'vector, the axis the product sums over: not the size of a value (dv), nor the number of keys or '
-        'queries, nor, with heads, the model width C: each head\'s queries have D = C / H features. Look '
-        'at which shape your scale reads.'
+        'queries, nor, with heads, the model width C or the number of heads H: each head\'s queries have '
+        'D = C / H features. Look at which shape your scale reads.'
     )),
     Diagnosis("grads_out_of_order", "the three gradients are returned in the wrong order",
               ("attention_backward",), (

@@ -76,9 +76,12 @@ ENTRIES = [
         'wrong way round, or a minus sign in the local derivative of the math.'
     )),
     Diagnosis("factor_error", "a gradient is off by a constant factor", GRADIENT_TASKS, (
-        'Your gradient is the right one times a constant (printed above). Look for a factor of the '
-        'math counted twice or left out: a 2 from a square, or a 1/N from a mean that the forward '
-        'divides by and the backward must too.'
+        'Your gradient is the right one times a constant: each gradient off by one is printed above '
+        'with its ratio to the right one (dq and dk can be off together, "q: factor 3, k: factor 3"). '
+        'Look for a factor of the math counted twice or left out: a 2 from a square, a 1/N from a '
+        'mean that the forward divides by and the backward must too (or a sum over N rows that the '
+        'backward divides by N), or a scale used upside down (sqrt(d) where 1/sqrt(d) belongs is d '
+        'times too big).'
     )),
     Diagnosis("layer_norm_missing_term", "a mean term of the layer-norm backward is missing",
               ('layer_norm_backward',), (
@@ -168,6 +171,15 @@ ENTRIES = [
         'gradient check perturbs the inputs it hands you. Make a new array instead: x = x - '
         'x.max(...), g = g * a.'
     )),
+    Diagnosis("modifies_saved_in_place", "backward changes an array the forward returned or saved",
+              GRADIENT_TASKS, (
+        'Your backward writes into an array the forward returned or saved (a *= ... on the saved '
+        'weights, x_hat -= ...): the gradient it returns can be right, but the forward\'s output is no '
+        'longer what the forward computed (a softmax output whose rows sum to 0), and everything that '
+        'reads it later (the next layer\'s backward, a second backward, the loss printed after the '
+        'step) reads wrong numbers. The arrays on ctx are shared with the rest of the graph: build the '
+        'gradient in a new array (ds = a * (...), not a *= ...).'
+    )),
     Diagnosis("fanout_overwritten", "a node used twice keeps only one use's gradient", ('backprop_engine',), (
         'A node used several times gets the gradient of only some of its uses (the last one written):'
         ' its gradient is assigned where it must be added to. The chain rule through a fan-out is a '
@@ -190,9 +202,10 @@ ENTRIES = [
         'your backward sets .grad to zeros, and which nodes it does that for.'
     )),
     Diagnosis("recursion_too_deep", "the walk recurses once per node", ('backprop_engine',), (
-        'A chain of 10,000 nodes raised RecursionError: your topological order (or backward) calls '
-        'itself once per node, and Python stops at about 1,000 nested calls. Raising the limit only '
-        'moves the wall; write the walk with a loop and an explicit stack of the nodes still to visit'
-        ' (a flag per entry says whether its parents are done).'
+        'A chain of 10,000 nodes raised RecursionError, or nested one Python call per node: your '
+        'topological order (or backward) calls itself once per node, and Python stops at about 1,000 '
+        'nested calls. Raising the limit (sys.setrecursionlimit) only moves the wall, and the grader '
+        'measures the nesting itself; write the walk with a loop and an explicit stack of the nodes '
+        'still to visit (a flag per entry says whether its parents are done).'
     )),
 ]

@@ -31,6 +31,14 @@ ENTRIES: list[Diagnosis] = [
         "there the alignment happens to be right. Look at the shape of g where it meets x, and at "
         "which axis of x each of its axes lines up with."
     )),
+    Diagnosis("reduced_axis_restored_twice", "the reduced axis is put back although keepdim kept it",
+              ("reductions",), (
+        "Your gradient has one axis more than x: with keepdim=True the reduced axis is still in g "
+        "(size 1), and your backward inserts it a second time, so g broadcast against x gains an axis "
+        "(and, unless dim is the first axis, its numbers land along the wrong one). Summing that extra "
+        "axis away is not the fix, since the sum mixes rows that were never broadcast. Put the axis "
+        "back only when it was dropped (keepdim=False); look at the line that expands g."
+    )),
     Diagnosis("max_tie_to_first", "a tied max sends all of g to the first winner", ("reductions",), (
         "Where several entries tie for the max, your backward gives the whole gradient to the first of "
         "them (as argmax picks one) and nothing to the others. The task splits it equally between the "
@@ -41,6 +49,14 @@ ENTRIES: list[Diagnosis] = [
         "Where several entries tie for the max, each of them gets the whole gradient, so a row with two"
         " winners passes on 2 g instead of g. The task splits g equally between the tied entries: "
         "dx_i = g * [x_i == z] / (number of i with x_i == z). Look at the count in that line."
+    )),
+    Diagnosis("max_ties_counted_over_array", "the ties are counted over the whole array, not per row",
+              ("reductions",), (
+        "Your backward divides by the number of winners in the whole array, where each reduced row "
+        "(each slice along dim) has its own: dx_i = g * [x_i == z] / (number of i in the same slice with "
+        "x_i == z). Where no value ties, that count is 1 per slice, and yours is the number of slices, "
+        "so every gradient comes out that many times too small. Look at the axis of the sum that counts "
+        "the winners (it runs over dim, keeping it)."
     )),
     # ------------------------------------------------------------------ layer_norm_backward
     Diagnosis("layer_norm_no_w", "dx of layer norm leaves out the factor w", ("layer_norm_backward",), (

@@ -62,6 +62,36 @@ def _in_place(e: Exception, where: str) -> Fail | None:
     return None
 
 
+def forward_arrays(out: Tensor) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Every array the forward returned or kept for backward (ctx.saved, and arrays set on ctx),
+    over the whole graph behind `out`: (what it is, the array itself, a copy of it now)."""
+    from minigrad.autograd import toposort
+
+    found = [("the output your forward returned", out.data)]
+    for node in [] if out._node is None else toposort(out._node):
+        name = type(node).__name__
+        found += [(f"{name}'s ctx.saved[{i}]", x) for i, x in enumerate(node.saved or ())
+                  if isinstance(x, np.ndarray)]
+        found += [(f"{name}'s ctx.{k}", x) for k, x in vars(node).items()
+                  if isinstance(x, np.ndarray) and k != "saved"]
+    names: dict[int, list[str]] = {}
+    arrays: dict[int, np.ndarray] = {}
+    for what, x in found:  # one array can be both the output and ctx.saved[0]
+        names.setdefault(id(x), []).append(what)
+        arrays[id(x)] = x
+    return [(" (also ".join(names[i]) + ")" * (len(names[i]) - 1), x, x.copy()) for i, x in arrays.items()]
+
+
+def _changed_by_backward(arrays: list[tuple[str, np.ndarray, np.ndarray]]) -> Fail | None:
+    """A Fail naming the first array of `forward_arrays` that backward changed in place."""
+    for what, x, before in arrays:
+        if x.shape != before.shape or not np.array_equal(x, before, equal_nan=True):
+            return Fail(f"your backward changes {what} in place: after backward it differs from what the "
+                        "forward computed (a later use of that array, or a second backward, reads wrong "
+                        "numbers)", diagnosis=["modifies_saved_in_place"])
+    return None
+
+
 def backward_of(fn: Fn, case: Case, g: np.ndarray | None, op: type | None = None) -> Run:
     """Run fn forward and backward with upstream gradient g (None: only forward).
 
@@ -70,6 +100,8 @@ def backward_of(fn: Fn, case: Case, g: np.ndarray | None, op: type | None = None
     The inputs and g are handed over read-only: code that changes them in place (x -= m in a
     forward, g *= a in a backward) is named for it, since it is right alone and wrong wherever
     the array is shared (an upstream gradient fanned out to two ops, the finite differences).
+    Every array the forward returned or saved must be unchanged after backward, too (a softmax
+    backward computed in the saved weights leaves the output's rows summing to 0).
     """
     names = list(case.inputs)
     leaves = [Tensor(_read_only(np.array(x, dtype=np.float64)), requires_grad=True)
@@ -98,6 +130,7 @@ def backward_of(fn: Fn, case: Case, g: np.ndarray | None, op: type | None = None
         raise Fail("the output is not connected to the inputs in the graph (no gradient can flow): "
                    "compute it with Tensor operations, not on .data or numpy arrays")
     error = None
+    kept = forward_arrays(out)
     try:
         with observe_backward(observe):
             out.backward(_read_only(g.astype(out.data.dtype)))
@@ -107,6 +140,9 @@ def backward_of(fn: Fn, case: Case, g: np.ndarray | None, op: type | None = None
         if op is None or not raw or isinstance(e, NotImplementedError):
             raise  # the student's code raised
         error = e  # the engine, after the op's backward returned (e.g. a gradient's shape)
+    changed = _changed_by_backward(kept)
+    if changed is not None:
+        raise changed
     grads = raw if op is not None else {n: t.grad for n, t in zip(names, leaves)}
     return Run(out.data, {n: grads.get(n) for n in names}, error)
 
@@ -156,15 +192,35 @@ def _student_view(name: str, got: np.ndarray | None, shape: tuple[int, ...], mus
     return reduced, None
 
 
+def _shape_mistake(run: Run, case: Case, g: np.ndarray,
+                   raw_mistakes: Callable[[Case, np.ndarray], list[Mistake]] | None) -> Fail | None:
+    """A Fail naming the mistake whose prediction, in a shape other than the input's, is exactly
+    what the op's backward returned (before the engine summed anything away)."""
+    for m in raw_mistakes(case, g) if raw_mistakes else []:
+        if all(run.grads.get(n) is not None and close(run.grads[n], p) for n, p in m.predict.items()):
+            n = next(iter(m.predict))
+            return Fail(f"the gradient for {n} has shape {run.grads[n].shape}, not its input's shape "
+                        f"{case.inputs[n].shape}" + (f" ({m.note})" if m.note else ""), diagnosis=[m.code])
+    return None
+
+
 def compare(student: Fn, reference: Fn, case: Case, op: type | None = None,
             mistakes: Callable[[Case, np.ndarray, dict], list[Mistake]] | None = None,
-            must_reduce: bool = False, worked: bool = True) -> None:
-    """Fail unless the student's gradients equal the reference's on `case`, diagnosing why."""
+            must_reduce: bool = False, worked: bool = True,
+            raw_mistakes: Callable[[Case, np.ndarray], list[Mistake]] | None = None) -> None:
+    """Fail unless the student's gradients equal the reference's on `case`, diagnosing why.
+
+    `raw_mistakes` predict what the op's backward returns (with `op`) under mistakes that give
+    a gradient of another shape than its input's (a reduced axis put back twice)."""
     ref_out = backward_of(reference, case, None).out
     g = upstream(ref_out.shape)
     ref = backward_of(reference, case, g).grads
     ones = backward_of(reference, case, np.ones(ref_out.shape)).grads
     run = backward_of(student, case, g, op)
+    if any(run.grads.get(n) is not None and run.grads[n].shape != x.shape for n, x in case.inputs.items()):
+        fail = _shape_mistake(run, case, g, raw_mistakes)
+        if fail is not None:
+            raise fail
     got: dict[str, np.ndarray] = {}
     for n, x in case.inputs.items():
         view, fail = _student_view(n, run.grads.get(n), x.shape, must_reduce, ref[n])
@@ -178,6 +234,7 @@ def compare(student: Fn, reference: Fn, case: Case, op: type | None = None,
         return
     known = (mistakes(case, g, ref) if mistakes else []) + generic_mistakes(ref, ones, got)
     found = match(got, ref, known)
+    fits = [m.code for m in known if match(got, ref, [m]) is not None]  # every code this case allows
     n = bad[0]
     if got[n].shape != ref[n].shape:
         msg = f"the gradient for {n} has shape {got[n].shape}, but {n} has shape {ref[n].shape}"
@@ -194,7 +251,9 @@ def compare(student: Fn, reference: Fn, case: Case, op: type | None = None,
             blocks.append(("difference", got[n] - numeric))
         detail = (f"worked case ({case.describe()}, random upstream gradient g):\n"
                   + side_by_side(blocks, width=80))
-    raise Fail(msg, detail, [found.code] if found else [])
+    fail = Fail(msg, detail, [found.code] if found else [])
+    fail.fits = fits  # type: ignore[attr-defined]
+    raise fail
 
 
 def forward_detail(label: str, inputs: dict[str, np.ndarray], yours: np.ndarray,
@@ -214,12 +273,22 @@ def forward_detail(label: str, inputs: dict[str, np.ndarray], yours: np.ndarray,
 
 def gradient_checks(student: Fn, reference: Fn, worked: Case, cases: list[Case], op: type | None = None,
                     mistakes: Callable[[Case, np.ndarray, dict], list[Mistake]] | None = None,
-                    must_reduce: bool = False, prefix: str = "") -> list[Check]:
+                    must_reduce: bool = False, prefix: str = "",
+                    raw_mistakes: Callable[[Case, np.ndarray], list[Mistake]] | None = None) -> list[Check]:
     """The three gradient checks of a backward task: the worked case against the reference
     (with the diagnosis), gradcheck over the cases, and the reference over the cases."""
 
+    # A code named on the random shapes must agree with the worked case when that failed too:
+    # a tie count taken over the whole array is a constant factor where no value ties, and not
+    # on the worked case, whose rows show ratios 0.4, 0.2, 0.4.
+    worked_fits: list[list[str]] = []
+
     def on_worked() -> None:
-        compare(student, reference, worked, op, mistakes, must_reduce)
+        try:
+            compare(student, reference, worked, op, mistakes, must_reduce, raw_mistakes=raw_mistakes)
+        except Fail as f:
+            worked_fits.append(getattr(f, "fits", f.diagnosis))
+            raise
 
     def by_gradcheck() -> str:
         for case in cases:
@@ -233,15 +302,39 @@ def gradient_checks(student: Fn, reference: Fn, worked: Case, cases: list[Case],
     def on_cases() -> str:
         for case in cases:
             try:
-                compare(student, reference, case, op, mistakes, must_reduce, worked=False)
+                compare(student, reference, case, op, mistakes, must_reduce, worked=False,
+                        raw_mistakes=raw_mistakes)
             except Fail as f:
                 f.message = f"on {case.describe()}: {f.message}"
+                if worked_fits:
+                    f.diagnosis = [c for c in f.diagnosis if c in worked_fits[0]]
                 raise
         return f"{len(cases)} shapes"
 
     return [(f"{prefix}gradients on the worked case match the reference", on_worked),
             (f"{prefix}gradcheck (finite differences, random upstream gradient)", by_gradcheck),
             (f"{prefix}gradients match the reference on random shapes", on_cases)]
+
+
+def agreeing(checks: list[Check], ruled_out: dict[str, tuple[str, ...]]) -> list[Check]:
+    """`checks` whose failures name no code that a check passed before them contradicts:
+    `ruled_out` maps a check's name to the codes its pass rules out (a weight whose shape
+    passed cannot be stored the wrong way round)."""
+    passed: set[str] = set()
+
+    def watched(name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            try:
+                note = fn()
+            except Fail as f:
+                contradicted = {c for p in passed for c in ruled_out.get(p, ())}
+                f.diagnosis = [c for c in f.diagnosis if c not in contradicted]
+                raise
+            passed.add(name)
+            return note
+        return run
+
+    return [(name, watched(name, fn)) for name, fn in checks]
 
 
 def _named(fn: Fn, names: list[str], options: dict) -> Fn:

@@ -148,6 +148,8 @@ def checks(sub: Any) -> list[Check]:
             codes = diagnosis(weights, x, mask)
             if not codes and close(weights[0, 1], np.full(3, 1 / 3)):  # a huge finite fill (-1e9)
                 codes, row = ["mask_not_minus_inf"], row + ", equal weights"
+            elif not codes and np.isnan(weights[0, 1]).all() and np.all(np.isfinite(weights[0, 0])):
+                codes = ["masked_row_nan"]  # -inf - (-inf) or 0 / 0 in a softmax of the student's
             raise Fail(f"a query with no allowed key (row 1) should get weights 0 and context 0, got {row}",
                        diagnosis=codes)
 

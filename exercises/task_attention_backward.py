@@ -89,7 +89,7 @@ def cases() -> list[Case]:
     return [
         Case({"q": r(1, 2), "k": r(1, 2), "v": r(1, 1)}),
         Case({"q": r(2, 3), "k": r(4, 3), "v": r(4, 2)}),
-        Case({"q": r(2, 3, 2), "k": r(1, 4, 2), "v": r(4, 3)}, label="batch axes that broadcast"),
+        Case({"q": r(2, 3, 5), "k": r(1, 4, 5), "v": r(4, 3)}, label="batch axes that broadcast"),  # B != d
         Case({"q": r(4, 3), "k": r(4, 3), "v": r(4, 3)}, {"mask": np.tri(4, dtype=bool)}, "causal mask"),
         Case({"q": r(2, 3, 2), "k": r(2, 4, 2), "v": r(2, 4, 2)}, {"mask": pad}, "padding mask (2, 1, 4)"),
         Case({"q": r(3, 2), "k": r(4, 2), "v": r(4, 2)}, {"mask": no_row}, "a fully masked row"),

@@ -10,6 +10,7 @@ summed over two calls (`leaf_grads_not_accumulated`), a RecursionError (`recursi
 
 from __future__ import annotations
 
+import sys
 import time
 from itertools import combinations
 from typing import Any, Callable
@@ -23,6 +24,7 @@ from .diagnose import close
 from .grader import Check, Fail
 
 CHAIN = 10_000
+DEEPEST = 500  # Python frames a walk may nest (an iterative one needs a handful; a recursive one CHAIN)
 
 
 # ----------------------------------------------------------------------------- the reference
@@ -139,6 +141,30 @@ def long_chain(o: Ops):
 
 GRAPHS: dict[str, Callable] = {"a chain of four leaves": chain, "a leaf used three times": leaf_twice,
                                "a node used by three nodes": shared_node}
+
+
+class Depth:
+    """The deepest nesting of Python calls while it is entered, counted from where it was
+    entered (a profile function sees every call and return; the recursion limit, which a
+    submission can raise, plays no part). The profile function in place before is restored."""
+
+    def __init__(self):
+        self.now = self.deepest = 0
+
+    def _profile(self, frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            self.now += 1
+            self.deepest = max(self.deepest, self.now)
+        elif event == "return":
+            self.now -= 1
+
+    def __enter__(self) -> Depth:
+        self.before = sys.getprofile()
+        sys.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        sys.setprofile(self.before)
 
 
 # ----------------------------------------------------------------------------- the record
@@ -372,9 +398,17 @@ def checks(sub: Any) -> list[Check]:
     def deep() -> str:
         root, names = build(long_chain)
         t0 = time.perf_counter()
+        got: list = []
         try:
-            got = list(sub.topological_order(root))
-            sub.backward(root)
+            for what, walk in (("topological_order", sub.topological_order), ("backward", sub.backward)):
+                with Depth() as depth:
+                    out = walk(root)
+                    if what == "topological_order":
+                        got = list(out)
+                if depth.deepest > DEEPEST:  # passed only because the recursion limit was raised
+                    raise Fail(f"on a chain of {CHAIN} nodes, {what} nested {depth.deepest} Python calls: it "
+                               "recurses once per node (it passes only where the recursion limit is raised)",
+                               diagnosis=["recursion_too_deep"])
         except RecursionError as e:
             raise Fail(f"a chain of {CHAIN} nodes raised RecursionError ({e})",
                        diagnosis=["recursion_too_deep"]) from None

@@ -15,7 +15,7 @@ from . import references
 from .catalogue import Task
 from .diagnose import Mistake, close
 from .grader import Check, Fail
-from .gradients import Case, forward_detail, gradient_checks
+from .gradients import Case, agreeing, forward_detail, gradient_checks
 
 # The statistics are taken on a wide layer (16,384 draws for the bias, a million for the weight),
 # so the tolerances below sit many standard errors away from what a right draw gives.
@@ -133,13 +133,15 @@ def checks(sub: Any) -> list[Check]:
         return Case({"x": rng.normal(0, 1, shape), "weight": rng.normal(0, 1, (out, shape[-1])),
                      "bias": rng.normal(0, 1, (out,))})
 
-    return [("weight and bias are Parameters of the right shapes", parameters),
+    shapes = "weight and bias are Parameters of the right shapes"
+    return agreeing([(shapes, parameters),
             ("initialisation: uniform in +-1/sqrt(in_features): the weight", init_of("weight")),
             ("initialisation: uniform in +-1/sqrt(in_features): the bias", init_of("bias")),
             ("initialisation: from mg's generator (mg.manual_seed reproduces it)", generator),
             ("forward: x W^T + b", forward),
             *gradient_checks(student, references.linear, case((2, 3), 3),
-                             [case((4, 3), 2), case((2, 1, 3), 1)], mistakes=mistakes)]
+                             [case((4, 3), 2), case((2, 1, 3), 1)], mistakes=mistakes)],
+                    {shapes: ("linear_weight_layout",)})  # its shape passed: it is (out, in)
 
 
 TASK = Task("linear_layer", "Linear as a Module: parameters and their initialisation", ("Linear",), checks)

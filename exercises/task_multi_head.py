@@ -46,12 +46,17 @@ def predictions(q: np.ndarray, k: np.ndarray, v: np.ndarray, H: int,
 
     out = [(split_code or merge_code, attend(SPLITS[split_code], MERGES[merge_code]))
            for split_code, merge_code in product(SPLITS, MERGES) if split_code or merge_code]
-    return out + [("scale_wrong_d", attend(SPLITS[""], MERGES[""], 1 / math.sqrt(q.shape[-1])))]
+    # 1/sqrt of another size than D: the width C, the number of heads H, of queries or of keys
+    D = q.shape[-1] // H
+    return out + [("scale_wrong_d", attend(SPLITS[""], MERGES[""], 1 / math.sqrt(n)))
+                  for n in dict.fromkeys((q.shape[-1], H, q.shape[-2], k.shape[-2])) if n not in (1, D)]
 
 
 def checks(sub: Any) -> list[Check]:
     rng = np.random.default_rng(10)
-    B, T, H, D = 2, 3, 2, 2
+    # Every size a student may confuse differs: the batch, the heads, the queries, the keys, the
+    # head size and the width (a scale of 1/sqrt(H), or k split with the queries' length, fails).
+    B, T, H, D, TK = 2, 5, 3, 4, 6
     x = rng.normal(0, 1, (B, T, H * D))
 
     def codes_of(got: np.ndarray, fixed: np.ndarray, ways: dict) -> list[str]:
@@ -99,14 +104,18 @@ def checks(sub: Any) -> list[Check]:
             raise Fail(f"{what}: the output differs from the reference" + ("" if finite else " (nan or inf)"),
                        forward_detail(f"{what}, q, k, v {q.shape}, {H} heads", {}, got, want), codes)
 
+    def qkv(scale: tuple[float, float, float] = (1, 1, 1), draw: Any = rng) -> list[np.ndarray]:
+        """q (B, T, C), k and v (B, TK, C): Tq != Tk."""
+        return [draw.normal(0, c, (B, t, H * D)) for c, t in zip(scale, (T, TK, TK))]
+
     def attend() -> str:
-        for mask in (None, np.tri(T, dtype=bool)):
-            q, k, v = (rng.normal(0, 1, (B, T, H * D)) for _ in range(3))
+        for mask in (None, np.tri(T, TK, 1, dtype=bool)):
+            q, k, v = qkv()
             against_reference(q, k, v, mask, "no mask" if mask is None else "causal mask")
-        return "with and without a causal mask"
+        return f"with and without a causal mask, Tq = {T}, Tk = {TK}, {H} heads of {D}"
 
     def independent() -> None:
-        q, k, v = (rng.normal(0, 1, (B, T, H * D)) for _ in range(3))
+        q, k, v = qkv()
         base = run(q, k, v)
         q2 = q.copy()
         q2[..., :D] += 1.0  # change head 0's queries only
@@ -119,20 +128,22 @@ def checks(sub: Any) -> list[Check]:
     def large_scores() -> str:
         # per-head scores q_h k_h^T / sqrt(D) of order 1000: exp overflows past 709
         fixed = np.random.default_rng(100)  # its own seed: both batches have rows with a score past 709
-        q, k, v = (fixed.normal(0, scale, (B, T, H * D)) for scale in (30, 30, 1))
+        q, k, v = qkv((30, 30, 1), fixed)
         against_reference(q, k, v, None, "large scores (order 1000)")
         return "scores of order 1000"
 
-    def case(t: int) -> Case:
-        return Case({n: rng.normal(0, 1, (1, t, 4)) for n in "qkv"}, {"num_heads": 2},
-                    f"q, k, v (1, {t}, 4), 2 heads")
+    def case(b: int, tq: int, tk: int, h: int, d: int) -> Case:
+        shapes = {"q": (b, tq, h * d), "k": (b, tk, h * d), "v": (b, tk, h * d)}
+        return Case({n: rng.normal(0, 1, s) for n, s in shapes.items()}, {"num_heads": h},
+                    f"q ({b}, {tq}, {h * d}), k, v ({b}, {tk}, {h * d}), {h} heads")
 
     return [("split_heads: (B, T, C) -> (B, H, T, D)", split),
             ("merge_heads: (B, H, T, D) -> (B, T, H*D), the inverse of split_heads", merge),
             ("multi_head_attention matches the reference", attend),
             ("each head sees only its own features", independent),
             ("large scores (order 1000): the output stays finite and right", large_scores),
-            *gradient_checks(sub.multi_head_attention, references.multi_head, case(2), [case(3)])]
+            *gradient_checks(sub.multi_head_attention, references.multi_head, case(1, 3, 4, 2, 5),
+                             [case(2, 1, 3, 4, 2), case(1, 4, 2, 3, 1)])]
 
 
 TASK = Task("multi_head", "head split and merge around the attention",

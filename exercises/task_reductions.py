@@ -43,7 +43,8 @@ def mistakes_of(name: str) -> Callable[[Case, np.ndarray, dict], list[Mistake]]:
             first = np.zeros_like(x)
             np.put_along_axis(first, np.expand_dims(x.argmax(axis=dim), dim), kept, axis=dim)
             out += [Mistake("max_tie_to_first", {"x": first}),
-                    Mistake("max_tie_not_split", {"x": kept * win})]
+                    Mistake("max_tie_not_split", {"x": kept * win}),
+                    Mistake("max_ties_counted_over_array", {"x": kept * win / win.sum()})]
         if not keepdim:
             try:  # g without the reduced axis: numpy aligns it with the trailing axes of x
                 flat = np.broadcast_to(g, x.shape)
@@ -52,6 +53,28 @@ def mistakes_of(name: str) -> Callable[[Case, np.ndarray, dict], list[Mistake]]:
             wrong = {"Sum": flat, "Mean": flat / x.shape[dim], "Max": flat * win / count}[name]
             out.append(Mistake("reduced_axis_not_restored", {"x": wrong}))
         return out
+
+    return mistakes
+
+
+def restored_twice_of(name: str) -> Callable[[Case, np.ndarray], list[Mistake]]:
+    """What one op's backward returns when it puts the reduced axis back although keepdim=True
+    kept it: g gets a second size-1 axis, and broadcasting against x adds an axis to dx."""
+
+    def mistakes(case: Case, g: np.ndarray) -> list[Mistake]:
+        x, dim = case.inputs["x"], case.options["dim"]
+        if not case.options.get("keepdim", False):
+            return []
+        twice = np.expand_dims(g, dim)
+        try:
+            ones = np.ones(np.broadcast_shapes(twice.shape, x.shape))
+        except ValueError:
+            return []
+        win = x == x.max(axis=dim, keepdims=True)
+        wrong = {"Sum": twice * ones, "Mean": twice * ones / x.shape[dim],
+                 "Max": twice * win / win.sum(axis=dim, keepdims=True) * ones}[name]
+        return [Mistake("reduced_axis_restored_twice", {"x": wrong},
+                        note=f"with keepdim=True, g {g.shape} already has the reduced axis")]
 
     return mistakes
 
@@ -83,7 +106,8 @@ def checks(sub: Any) -> list[Check]:
     out: list[Check] = [("forward matches numpy", forward)]
     for i, (name, (op, ref, _)) in enumerate(ops.items()):
         out += gradient_checks(lambda x, _op=op, **o: _op.apply(x, **o), ref, worked[name], _cases(i),
-                               op, mistakes_of(name), must_reduce=True, prefix=f"{name}: ")
+                               op, mistakes_of(name), must_reduce=True, prefix=f"{name}: ",
+                               raw_mistakes=restored_twice_of(name))
     return out
 
 

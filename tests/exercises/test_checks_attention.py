@@ -149,16 +149,17 @@ MULTI_HEAD = [
     (heads(LARGE_Q.format(d="1e-8")), [LARGE]),
     (heads(LARGE_Q.format(d="1e-10")), []),
     # heads kept apart: close(rtol=1e-9) on the other heads' features; this perturbation crosses it
-    # at d = 3.5e-10 (at 3x that, only this check sees it)
-    (heads(APART.format(d="3.5e-9")), [ATTEND_CHECK, OWN]),
-    (heads(APART.format(d="1e-9")), [OWN]),
-    (heads(APART.format(d="3.5e-11")), []),
+    # at d = 1.1e-10 (at 3x that, only this check sees it)
+    (heads(APART.format(d="1.1e-9")), [ATTEND_CHECK, OWN]),
+    (heads(APART.format(d="3.3e-10")), [OWN]),
+    (heads(APART.format(d="1.1e-11")), []),
     (heads(before=GRAD_Q.format(d="1e-2")), [WORKED, GRADCHECK, CASES]),
     (heads(before=GRAD_Q.format(d="1e-4")), [WORKED, CASES]),
     (heads(before=GRAD_Q.format(d="1e-6")), []),
-    (heads(before="if q.shape[1] == 2 and q.shape[0] == 1:\n    " + GRAD_Q.format(d="1e-4")), [WORKED]),
-    (heads(before="if q.shape[1] == 3 and q.shape[0] == 1:\n    " + GRAD_Q.format(d="1e-4")), [CASES]),
-    (heads(before="if q.shape[1] == 3 and q.shape[0] == 1:\n    " + GRAD_Q.format(d="1e-6")), []),
+    # the worked case has C = 10, the random shapes C < 10, the forward checks C = 12
+    (heads(before="if q.shape[-1] == 10:\n    " + GRAD_Q.format(d="1e-4")), [WORKED]),
+    (heads(before="if q.shape[-1] < 10:\n    " + GRAD_Q.format(d="1e-4")), [CASES]),
+    (heads(before="if q.shape[-1] < 10:\n    " + GRAD_Q.format(d="1e-6")), []),
 ]
 
 # ----------------------------------------------------------------------------- additive_attention

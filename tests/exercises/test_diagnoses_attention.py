@@ -107,7 +107,7 @@ def test_a_large_finite_fill_fails_only_on_the_fully_masked_row(tmp_path):
 def test_a_failing_forward_shows_its_worked_case(tmp_path):
     body = forward("q @ k.transpose(-2, -1) / math.sqrt(v.shape[-1])")
     text = grade("attention_forward", build(tmp_path, "attention_forward", body)).text()
-    assert "worked case (q (2, 3, 4), k (2, 5, 4), v (2, 5, 2)):" in text
+    assert "worked case (q (2, 3, 4), k (2, 5, 4), v (2, 5, 6)):" in text
     head = text.split("worked case", 1)[1].splitlines()
     assert any("yours" in line and "reference" in line and "difference" in line for line in head)
 
