@@ -11,8 +11,9 @@ checks, the report and its JSON), gradients.py (the shared gradient checks: work
 analytic/numeric/difference arrays, gradcheck over fixed random shapes, the reference),
 diagnose.py (the diagnosis codes, their hints, and the matching of predicted mistakes),
 references.py (the reference solutions: the library's own kernels), task_<name>.py (one task
-each), stubs/<name>.py (what students get; package data), instructor.py (grading a class
-folder, points, Gradescope's results.json and autograder zip), cli.py (the `exercise` command).
+each), stubs/<name>.py (what students get; package data), isolation.py (grading a file in a
+child process of its own, with limits), instructor.py (grading a class folder, points,
+Gradescope's results.json and autograder zip), cli.py (the `exercise` command).
 
 How to add a task <name>:
 1. stubs/<name>.py: the statement and the math in the module docstring, the shapes, the

@@ -6,7 +6,7 @@
     minigrad exercise check softmax_backward      # grades it: exit 0 when every check passes
     minigrad exercise check attention_backward --train   # then trains the tiny GPT with it
 
-and for the instructor (exercises/instructor.py):
+and for the instructor (exercises/instructor.py, exercises/autograder.py):
 
     minigrad exercise grade SUBMISSIONS/          # table student x task with points, grades.csv
     minigrad exercise autograder softmax_backward --out autograder.zip   # for Gradescope
@@ -22,7 +22,8 @@ import sys
 from typing import Any
 
 from .catalogue import TASKS, get_task
-from .grader import dumps, grade
+from .grader import dumps
+from .isolation import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Limits, grade_in_child, parse_memory, parse_timeout
 
 DEFAULT_DIR = "exercises"
 STATUS_FILE = ".status.json"  # in the exercises folder: the last check of each file, by content
@@ -107,12 +108,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.file is None:
         _refuse_the_package_folder(args.dir)
     path = args.file or _path(args, task.name)
-    report = grade(task.name, path, train=args.train)
+    # In a child process of its own: exit 0 only for a complete report of it, every check passed.
+    report = grade_in_child(task.name, path, train=args.train, limits=_limits(args))
     fmt = "json" if args.json else args.format
     if fmt == "gradescope":
-        from .instructor import gradescope, score
+        from .instructor import results_json, score_report
 
-        print(json.dumps(gradescope([score(report)]), indent=2))
+        print(json.dumps(results_json([score_report(report)]), indent=2))
     else:
         print(dumps(report) if fmt == "json" else report.text())
     if args.file is None:  # remember the result for `list` (best effort: a read-only folder is fine)
@@ -128,33 +130,81 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
+    """Each student's results are written as soon as they are graded (grades.csv rewritten, or
+    their results.json), so a student who hangs or crashes, or Ctrl-C, loses no one else's."""
     from . import instructor
 
-    grades = instructor.grade_folder(args.submissions, args.tasks)
+    who = instructor.students(args.submissions)
+    if args.format == "gradescope" and args.results and len(who) > 1:
+        raise ValueError(f"--results names one results.json, and {args.submissions} holds {len(who)} "
+                         "students: drop --results to write each one's SUBMISSIONS/<student>/results.json")
+    csv_path = args.csv or os.path.join(args.submissions, "grades.csv")
+    written: list[str] = []
+
+    def done(student: str, grades: dict) -> None:
+        if args.format == "gradescope":  # one results.json per student
+            path = args.results if len(who) == 1 and args.results else os.path.join(
+                args.submissions, *([student] if len(who) > 1 else []), "results.json")
+            with open(path, "w") as f:
+                json.dump(instructor.results_json(list(grades[student].values())), f, indent=2)
+            written.append(path)
+        elif args.format == "table":
+            instructor.write_csv(grades, csv_path)
+            written[:] = [csv_path]
+
+    try:
+        grades = instructor.grade_folder(args.submissions, args.tasks, _limits(args), done=done)
+    except KeyboardInterrupt:
+        graded = len(written) if args.format == "gradescope" else None
+        where = (f"the results of the {graded} students graded are in {', '.join(written)}"
+                 if args.format == "gradescope" and written else
+                 f"the grades so far are in {csv_path}" if written else
+                 "nothing was written (--format json prints only at the end)" if args.format == "json"
+                 else "no student was graded yet: nothing written")
+        print(f"\ninterrupted: {where}", file=sys.stderr)
+        return 130
     if args.format == "json":
         print(json.dumps(instructor.to_json(grades), indent=2))
         return 0
     print(instructor.table(grades))
-    if args.format == "gradescope":  # one results.json per student
-        for student, by_task in grades.items():
-            path = args.results if len(grades) == 1 and args.results else os.path.join(
-                args.submissions, *([student] if len(grades) > 1 else []), "results.json")
-            with open(path, "w") as f:
-                json.dump(instructor.gradescope(list(by_task.values())), f, indent=2)
+    if args.format == "gradescope":
+        for path in written:
             print(f"wrote {path}")
         return 0
-    path = args.csv or os.path.join(args.submissions, "grades.csv")
-    instructor.write_csv(grades, path)
-    print(f"\nwrote {path}")
+    print(f"\nwrote {csv_path}")
     return 0
 
 
 def cmd_autograder(args: argparse.Namespace) -> int:
-    from .instructor import autograder_zip
+    from .autograder import autograder_zip
 
-    names = autograder_zip(args.tasks, args.out, wheel=not args.no_wheel)
+    names = autograder_zip(args.tasks, args.out)
     print(f"wrote {args.out} ({', '.join(names)}): upload it as the assignment's autograder")
     return 0
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    return Limits(timeout=args.timeout, memory_mb=args.memory)
+
+
+def _argument(parse: Any) -> Any:
+    """An argparse type from a parser that raises ValueError with the message to show."""
+    def checked(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    checked.__name__ = parse.__name__
+    return checked
+
+
+def add_limits(q: argparse.ArgumentParser) -> None:
+    """--timeout and --memory: the limits of the child process each file is graded in."""
+    q.add_argument("--timeout", type=_argument(parse_timeout), default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"stop a file's grading after this long: 0 points (default {DEFAULT_TIMEOUT:g})")
+    q.add_argument("--memory", type=_argument(parse_memory), default=DEFAULT_MEMORY_MB, metavar="SIZE",
+                   help=f"a file's memory limit, in MiB (2048) or with a unit (512M, 2G): over it, 0 points "
+                        f"(default {DEFAULT_MEMORY_MB // 1024}G)")
 
 
 def add_commands(subparsers: Any) -> None:
@@ -184,6 +234,7 @@ def add_commands(subparsers: Any) -> None:
                    help="text (default), json, or gradescope (its results.json)")
     q.add_argument("--train", action="store_true",
                    help="then train the tiny GPT with your op and compare the loss curves")
+    add_limits(q)
     q.set_defaults(run=cmd_check)
     q = tasks.add_parser("grade", help="instructors: grade a folder of submissions (table, CSV, points)")
     q.add_argument("submissions", help="<task>.py files of one student, or one subfolder per student")
@@ -192,12 +243,12 @@ def add_commands(subparsers: Any) -> None:
     q.add_argument("--format", choices=["table", "json", "gradescope"], default="table",
                    help="table and CSV (default), json, or gradescope (results.json per student)")
     q.add_argument("--results", help="--format gradescope, one student: results.json's path")
+    add_limits(q)
     q.set_defaults(run=cmd_grade)
     q = tasks.add_parser("autograder", help="instructors: build Gradescope's autograder zip for tasks")
     q.add_argument("tasks", nargs="+", help=f"of: {names}")
-    q.add_argument("--out", default="autograder.zip", help="the zip (default autograder.zip)")
-    q.add_argument("--no-wheel", action="store_true",
-                   help="do not bundle minigrad's wheel: setup.sh then installs it from PyPI")
+    q.add_argument("--out", default="autograder.zip",
+                   help="the zip (default autograder.zip): minigrad's wheel, setup.sh, run_autograder")
     q.set_defaults(run=cmd_autograder)
 
 

@@ -51,10 +51,15 @@ class Report:
     checks: list[CheckResult] = field(default_factory=list)
     not_implemented: str = ""  # where the stub still raises NotImplementedError
     extra: str = ""  # e.g. the loss curves of --train
+    # Set by isolation.grade_in_child: why the student's process gave no complete report (then
+    # nothing passed), and what the student's code printed (cut to isolation.OUTPUT_LIMIT).
+    stopped: str = ""
+    output: str = ""
 
     @property
     def passed(self) -> bool:
-        return bool(self.checks) and all(c.passed for c in self.checks) and not self.not_implemented
+        return (bool(self.checks) and all(c.passed for c in self.checks) and not self.not_implemented
+                and not self.stopped)
 
     @property
     def diagnosis(self) -> list[str]:
@@ -67,10 +72,15 @@ class Report:
             "passed": self.passed,
             "checks": [{"name": c.name, "passed": c.passed, "message": c.message} for c in self.checks],
             "diagnosis": self.diagnosis,
+            "stopped": self.stopped,
+            "output": self.output,
         }
 
     def text(self) -> str:
         lines = [f"exercise {self.task}: {self.source}"]
+        if self.stopped:
+            return "\n".join(lines + [f"  FAIL  {self.stopped}", *self._printed(),
+                                      "", "not graded: every check counts as failed"])
         for c in self.checks:
             mark = "pass" if c.passed else "FAIL"
             lines.append(f"  {mark}  {c.name}" + (f": {c.message}" if c.message else ""))
@@ -85,10 +95,16 @@ class Report:
             lines += ["  " + s for s in textwrap.wrap(HINTS[code], 96)]
         if self.extra:
             lines += ["", self.extra.rstrip()]
+        lines += self._printed()
         failed = sum(not c.passed for c in self.checks)
         lines += ["", f"{failed} of {len(self.checks)} checks failed" if failed
                   else f"all {len(self.checks)} checks passed"]
         return "\n".join(lines)
+
+    def _printed(self) -> list[str]:
+        if not self.output:
+            return []
+        return ["", "your code printed:", *("  | " + line for line in self.output.rstrip().splitlines())]
 
     def __str__(self) -> str:
         return self.text()
@@ -96,7 +112,8 @@ class Report:
     def __repr__(self) -> str:
         # One line: a notebook cell ending in check(...) shows this under the printed report.
         failed = sum(not c.passed for c in self.checks)
-        state = ("not implemented yet" if self.not_implemented else
+        state = (f"stopped ({self.stopped})" if self.stopped else
+                 "not implemented yet" if self.not_implemented else
                  f"{failed} of {len(self.checks)} checks failed" if failed else
                  f"all {len(self.checks)} checks passed")
         return f"<Report {self.task}: {state}>"
@@ -169,6 +186,8 @@ def run_checks(task: str, source: str, checks: list[Check], path: str | None = N
             report.checks.append(CheckResult(name, False, "not implemented yet"))
             report.not_implemented = f"{where_raised(e, path)} raises NotImplementedError"
             break
+        except MemoryError:  # not a mistake to diagnose: the process grading it is out of memory
+            raise
         except Exception as e:  # the student's code raised: say what and where
             where = where_raised(e, path)
             message = f"raised {_one_line(e)}" + (f" ({where})" if where else "")
@@ -179,7 +198,10 @@ def run_checks(task: str, source: str, checks: list[Check], path: str | None = N
 
 def grade(task_name: str, path: str | None = None, objects: dict[str, Any] | None = None,
           train: bool = False) -> Report:
-    """Grade a student's file (`path`) or objects given directly (a notebook) for one task."""
+    """Grade a student's file (`path`) or objects given directly (a notebook) for one task, in
+    this process: the student's code runs here, unlimited (a MemoryError propagates). The
+    command line and the instructor's functions grade a file in a child process of its own
+    instead: isolation.grade_in_child."""
     from .catalogue import TASKS, get_task
 
     task = get_task(task_name)
@@ -201,6 +223,8 @@ def grade(task_name: str, path: str | None = None, objects: dict[str, Any] | Non
             line = f" ({e.text.strip()})" if e.text and e.text.strip() else ""
             message = f"{type(e).__name__}: {e.msg} ({os.path.basename(path)}, line {e.lineno}{line})"
             return Report(task.name, source, [CheckResult("imports", False, message)])
+        except MemoryError:
+            raise
         except Exception as e:
             return Report(task.name, source,
                           [CheckResult("imports", False, f"{_one_line(e)} ({where_raised(e, path)})")])

@@ -7,8 +7,10 @@
 
 Points: each check of a task is worth its weight (`Task.weights`, default 1); a task's score is
 the sum of the weights of the checks passed, so partial credit is possible. Every check runs
-even after a failure, except that the run stops at a NotImplementedError, and a file that does
-not import (or lacks a name) runs none: checks that did not run count 0.
+even after a failure, and checks that did not run count 0: a file that does not import (or
+lacks a name, or is missing) runs none, and a run that reaches a NotImplementedError stops there
+and scores 0 for the task (the checks it passed are the stub's given code, not the student's).
+The autograder zip for Gradescope is built in exercises/autograder.py.
 
 SUBMISSIONS holds either `<task>.py` files directly (one student, named after the folder) or
 one subfolder per student holding theirs.
@@ -20,18 +22,14 @@ import contextlib
 import csv
 import io
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
-import zipfile
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Callable
 
 from .catalogue import TASKS, Task, get_task
 from .diagnoses import HINTS
 from .grader import CheckResult, Report, grade
+from .isolation import DEFAULT_LIMITS, Limits, grade_files_in_child, grade_in_child
 
 # The checks grade() puts before a task's own: a prerequisite, worth no points.
 _GATES = ("imports", "defines ")
@@ -101,28 +99,71 @@ def score(report: Report) -> Scored:
     ran = {c.name: c for c in report.checks}
     gate = next((c for c in report.checks if c.name.startswith(_GATES) and not c.passed), None)
     scored = Scored(task.name, report)
+    # A run stopped by NotImplementedError scores 0: what passed before it (the forward a stub
+    # gives) is not the student's work. Each check says which part is left to write.
+    todo = f"{report.not_implemented}: write that part" if report.not_implemented else ""
     for name in check_names(task):
         weight = float(task.weights.get(name, 1))
         c = ran.get(name)
         if c is None:
             why = (f"not run: {gate.message}" if gate else
-                   "not run: an earlier check reached NotImplementedError" if report.not_implemented
+                   f"not run: an earlier check reached NotImplementedError ({todo})" if todo
                    else "not run")
             c = CheckResult(name, False, why)
-        scored.tests.append({"name": name, "score": weight if c.passed else 0.0, "max_score": weight,
-                             "passed": c.passed, "output": c.message, "diagnosis": list(c.diagnosis),
+        output = c.message
+        if todo and c.passed:
+            output = f"passed, but scores 0 until the task is finished: {todo}"
+        elif todo and c.message == "not implemented yet":
+            output = f"not implemented yet: {todo}"
+        earned = weight if c.passed and not todo else 0.0
+        scored.tests.append({"name": name, "score": earned, "max_score": weight,
+                             "passed": c.passed, "output": output, "diagnosis": list(c.diagnosis),
                              "detail": c.detail})
     return scored
 
 
 def _missing(task: str, path: str) -> Report:
-    return Report(task, path, [CheckResult("imports", False, f"no file {os.path.basename(path)}")])
+    """No file for the task: the message names the file expected, and the folder's .py files
+    named after no task (a `softmax.py` meant as `softmax_backward.py`)."""
+    expected, folder = os.path.basename(path), os.path.dirname(path) or "."
+    others = sorted(f for f in os.listdir(folder) if f.endswith(".py") and f[:-3] not in TASKS
+                    ) if os.path.isdir(folder) else []
+    message = f"no file {expected}: the file for {task} must be named {expected}"
+    if others:
+        message += f" (found {', '.join(others)}, named after no task)"
+    return Report(task, path, [CheckResult("imports", False, message)])
 
 
-def grade_file(task: str, path: str) -> Scored:
-    """Grade one file; never raises for the student's code (a crash grades as failed)."""
+class _Stopped(Scored):
+    """A task whose child process ended without a complete report: 0, and the reason why."""
+
+    @property
+    def error(self) -> str:
+        return self.report.stopped
+
+    @property
+    def codes(self) -> list[str]:
+        return ["stopped"]
+
+
+def score_report(report: Report) -> Scored:
+    """score(report); for a report whose process stopped early (Report.stopped: a timeout, a
+    crash, an exit, out of memory) every check scores 0 and says why."""
+    scored = score(report)
+    if not report.stopped:
+        return scored
+    tests = [dict(t, score=0.0, passed=False, output=f"not run: {report.stopped}") for t in scored.tests]
+    return _Stopped(scored.task, report, tests)
+
+
+def grade_file(task: str, path: str, limits: Limits | None = DEFAULT_LIMITS) -> Scored:
+    """Grade one file in a child process of its own, with `limits` (isolation.grade_in_child),
+    or in this process for limits=None; never raises for the student's code (a crash, a hang,
+    an exit grade as failed)."""
     if not os.path.isfile(path):
         return score(_missing(task, path))
+    if limits is not None:
+        return score_report(grade_in_child(task, path, limits=limits))
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):  # the student's prints
@@ -136,15 +177,16 @@ def grade_file(task: str, path: str) -> Scored:
 
 
 def students(folder: str) -> dict[str, str]:
-    """student -> their folder: the folder itself when it holds task files, else its subfolders."""
+    """student -> their folder: the folder itself when it holds task files or no subfolder (one
+    student, who may have no file for a task), else its subfolders."""
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"no folder {folder}")
     if any(os.path.isfile(os.path.join(folder, f"{t}.py")) for t in TASKS):
         return {os.path.basename(os.path.abspath(folder)): folder}
     subs = sorted(d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d))
                   and not d.startswith((".", "__")))
-    if not subs:
-        raise ValueError(f"{folder} holds neither <task>.py files nor one subfolder per student")
+    if not subs:  # one student with no task's file (empty, or misnamed): each task scores 0
+        return {os.path.basename(os.path.abspath(folder)): folder}
     return {d: os.path.join(folder, d) for d in subs}
 
 
@@ -153,14 +195,31 @@ def tasks_in(who: dict[str, str]) -> list[str]:
     return [t for t in TASKS if any(os.path.isfile(os.path.join(d, f"{t}.py")) for d in who.values())]
 
 
-def grade_folder(folder: str, tasks: list[str] | None = None) -> dict[str, dict[str, Scored]]:
-    """student -> task -> Scored; a student without a task's file scores 0 on it."""
+def grade_folder(folder: str, tasks: list[str] | None = None, limits: Limits | None = DEFAULT_LIMITS,
+                 done: Callable[[str, dict[str, dict[str, Scored]]], None] | None = None,
+                 ) -> dict[str, dict[str, Scored]]:
+    """student -> task -> Scored; a student without a task's file scores 0 on it. Students are
+    graded one by one, each student's files in a process of their own (one after the other, each
+    within the limits: isolation.grade_files_in_child); `done(student, grades so far)`
+    runs after each student, so their results can be written before the next one starts."""
     who = students(folder)
     tasks = [get_task(t).name for t in tasks] if tasks else tasks_in(who)
     if not tasks:
         raise ValueError(f"no <task>.py file in {folder} or its subfolders; "
                          f"the tasks are: {', '.join(TASKS)}")
-    return {s: {t: grade_file(t, os.path.join(d, f"{t}.py")) for t in tasks} for s, d in who.items()}
+    grades: dict[str, dict[str, Scored]] = {}
+    for s, d in who.items():
+        paths = {t: os.path.join(d, f"{t}.py") for t in tasks}
+        if limits is None:
+            grades[s] = {t: grade_file(t, p, None) for t, p in paths.items()}
+        else:  # the student's files in one child process of their own, one after the other
+            present = [(t, p) for t, p in paths.items() if os.path.isfile(p)]
+            reports = dict(zip((t for t, _ in present), grade_files_in_child(present, limits=limits)))
+            grades[s] = {t: score_report(reports[t]) if t in reports else score(_missing(t, p))
+                         for t, p in paths.items()}
+        if done is not None:
+            done(s, grades)
+    return grades
 
 
 def _cell(s: Scored) -> str:
@@ -187,12 +246,14 @@ CSV_COLUMNS = ["student", "task", "passed", "score", "max_score", "codes"]
 
 
 def write_csv(grades: dict[str, dict[str, Scored]], path: str) -> None:
-    with open(path, "w", newline="") as f:
+    """The grades as CSV, replacing `path` whole (never half written: a .part file, renamed)."""
+    with open(path + ".part", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(CSV_COLUMNS)
         for student, by_task in grades.items():
             for t, s in by_task.items():
                 w.writerow([student, t, s.passed, f"{s.score:g}", f"{s.max_score:g}", " ".join(s.codes)])
+    os.replace(path + ".part", path)
 
 
 # ----------------------------------------------------------------------------- Gradescope
@@ -208,87 +269,35 @@ def _markdown(test: dict) -> str:
 
 
 def gradescope(scored: list[Scored]) -> dict:
-    """Gradescope's results.json for one submission: a test per check of every task."""
+    """Gradescope's results.json for one submission: a test per check of every task, each output
+    in markdown (`output_format` on a test, `test_output_format` for all of them; the top-level
+    `output_format` formats only the top-level `output`: why a task scored 0 without a check)."""
     tests = [{"name": f"{s.task}: {t['name']}", "score": t["score"], "max_score": t["max_score"],
-              "output": _markdown(t), "status": "passed" if t["passed"] else "failed",
-              "visibility": "visible"} for s in scored for t in s.tests]
-    return {"score": float(sum(t["score"] for t in tests)), "output_format": "md", "tests": tests}
+              "output": _markdown(t), "output_format": "md",
+              "status": "passed" if t["passed"] else "failed", "visibility": "visible"}
+             for s in scored for t in s.tests]
+    result = {"score": float(sum(t["score"] for t in tests)), "output_format": "md",
+              "test_output_format": "md", "tests": tests}
+    why = [f"**{s.task}** scores 0: {s.error}" if s.error else
+           f"**{s.task}** scores 0: {s.report.not_implemented}: write that part"
+           for s in scored if s.error or s.report.not_implemented]
+    if why:
+        result["output"] = "\n\n".join(why)
+    return result
+
+
+def results_json(scored: list[Scored]) -> dict:
+    """gradescope(scored), and what the student's code printed as its top-level output (in its
+    own field: a print never changes a test's output or the JSON)."""
+    results = gradescope(scored)
+    printed = [f"{s.task}:\n{s.report.output.rstrip()}" for s in scored if s.report.output]
+    if printed:  # after gradescope()'s own output (why a task scored 0), if any
+        shown = "What your code printed (not graded):\n\n~~~\n" + "\n\n".join(printed) + "\n~~~"
+        results["output"] = "\n\n".join(filter(None, [results.get("output", ""), shown]))
+    return results
 
 
 def to_json(grades: dict[str, dict[str, Scored]]) -> dict:
     """--format json: each student's report JSON per task (as `check --json`), with the points."""
     return {student: {t: dict(s.report.to_json(), score=s.score, max_score=s.max_score)
                       for t, s in by_task.items()} for student, by_task in grades.items()}
-
-
-RUN_AUTOGRADER = """#!/usr/bin/env bash
-# Gradescope runs this for every submission: grades {root}/submission/*.py into
-# {root}/results/results.json. AUTOGRADER_ROOT moves {root}; AUTOGRADER_PYTHON picks the Python.
-ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
-PYTHON="${{AUTOGRADER_PYTHON:-python3}}"
-mkdir -p "$ROOT/results"
-"$PYTHON" -m minigrad.cli exercise grade "$ROOT/submission" --tasks {tasks} \\
-    --format gradescope --results "$ROOT/results/results.json"
-"""
-
-SETUP = """#!/usr/bin/env bash
-# Gradescope runs this once, when it builds the autograder's image: installs minigrad.
-set -e
-cd "$(dirname "$0")"
-{install}
-"""
-
-NOT_SOURCES = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", "*.egg-info", "build", "dist",
-                                     ".pytest_cache", ".hypothesis", "*.zip")
-
-
-def source_tree() -> str | None:
-    """The checkout minigrad runs from (an editable install), or None for an installed wheel."""
-    import minigrad
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(minigrad.__file__)))
-    return root if os.path.isfile(os.path.join(root, "setup.cfg")) else None
-
-
-def build_wheel(out_dir: str) -> str:
-    """Build minigrad's wheel from the source tree (a copy: the checkout stays clean), offline."""
-    root = source_tree()
-    if root is None:
-        raise ValueError("minigrad is not installed from a source tree, so no wheel can be built: "
-                         "add --no-wheel (setup.sh then installs minigrad with pip)")
-    with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "src")
-        shutil.copytree(root, src, ignore=NOT_SOURCES)
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                        "--quiet", "--disable-pip-version-check", "-w", out_dir, src],
-                       check=True, capture_output=True)
-    (wheel,) = [f for f in os.listdir(out_dir) if f.startswith("minigrad-") and f.endswith(".whl")]
-    return os.path.join(out_dir, wheel)
-
-
-def autograder_zip(tasks: list[str], out: str, wheel: bool = True) -> list[str]:
-    """Write Gradescope's autograder zip; returns the names in it."""
-    import minigrad
-
-    names = [get_task(t).name for t in tasks]
-    if not names:
-        raise ValueError("autograder: name at least one task")
-    files: dict[str, tuple[bytes, int]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        if wheel:
-            path = build_wheel(tmp)
-            with open(path, "rb") as f:
-                files[os.path.basename(path)] = (f.read(), 0o644)
-            install = f"pip3 install ./{os.path.basename(path)}"
-        else:
-            install = f"pip3 install minigrad=={minigrad.__version__}"
-    files["setup.sh"] = (SETUP.format(install=install).encode(), 0o755)
-    run = RUN_AUTOGRADER.format(root="/autograder", tasks=" ".join(names))
-    files["run_autograder"] = (run.encode(), 0o755)
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, (data, mode) in files.items():
-            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
-            info.external_attr = (0o100000 | mode) << 16  # a regular file, executable for the scripts
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, data)
-    return list(files)

@@ -108,7 +108,7 @@ def test_json_output_schema(capsys, tmp_path):
         TASKS["softmax_backward"].stub().replace("raise NotImplementedError", "return g * a"))
     code, out = run(capsys, "check", "softmax_backward", "--dir", str(tmp_path), "--json")
     result = json.loads(out)
-    assert code == 1 and set(result) == {"task", "passed", "checks", "diagnosis"}
+    assert code == 1 and set(result) == {"task", "passed", "checks", "diagnosis", "stopped", "output"}
     assert result["task"] == "softmax_backward" and result["passed"] is False
     assert result["diagnosis"] == ["missing_rowsum_term"]
     assert all(set(c) == {"name", "passed", "message"} for c in result["checks"])

@@ -99,26 +99,34 @@ def test_checks_not_run_count_zero(tmp_path):
     stub = tmp_path / "softmax_backward.py"
     stub.write_text(TASKS["softmax_backward"].stub())  # the forward is given; the backward is not
     scored = grade_file("softmax_backward", str(stub))
-    assert scored.score == 2 and scored.codes == ["not_implemented"]
+    # The two forward checks pass on the stub's given forward: points only for the student's work.
+    assert scored.score == 0 and scored.codes == ["not_implemented"]
     assert [t["name"] for t in scored.tests] == check_names(TASKS["softmax_backward"])
     assert [t["passed"] for t in scored.tests[:3]] == [True, True, False]
-    assert scored.tests[2]["output"] == "not implemented yet"
+    todo = ("softmax_backward.py, line 38 (raise NotImplementedError) raises NotImplementedError: "
+            "write that part")
+    assert [t["output"] for t in scored.tests[:3]] == [
+        f"passed, but scores 0 until the task is finished: {todo}"] * 2 + [f"not implemented yet: {todo}"]
     assert all(t["output"].startswith("not run") and t["score"] == 0 for t in scored.tests[3:])
     exits = tmp_path / "cross_entropy.py"
     exits.write_text("print('hello')\nimport sys\nsys.exit(3)\n")  # neither prints nor stops the run
     scored = grade_file("cross_entropy", str(exits))
-    assert scored.score == 0 and scored.codes == ["import_error"] and "SystemExit" in scored.error
-    assert all(t["output"].startswith("not run: SystemExit") for t in scored.tests)
+    assert scored.score == 0 and scored.codes == ["stopped"] and "raised SystemExit(3)" in scored.error
+    assert all(t["output"].startswith("not run: the code raised SystemExit(3)") for t in scored.tests)
+    assert scored.report.output == "hello\n"
 
 
 def _validate_gradescope(result: dict, expect: dict) -> None:
-    """Gradescope's results.json: score, output_format md, and one test per check."""
-    assert set(result) == {"score", "output_format", "tests"} and result["output_format"] == "md"
+    """Gradescope's results.json: score, markdown outputs (the top-level one, and each test's:
+    `test_output_format` and `output_format` on each), and one test per check."""
+    assert set(result) - {"output"} == {"score", "output_format", "test_output_format", "tests"}
+    assert result["output_format"] == result["test_output_format"] == "md"
     names = [f"{task}: {n}" for task in expect for n in check_names(TASKS[task])]
     assert [t["name"] for t in result["tests"]] == names
     for t in result["tests"]:
-        assert set(t) == {"name", "score", "max_score", "output", "status", "visibility"}
+        assert set(t) == {"name", "score", "max_score", "output", "output_format", "status", "visibility"}
         assert t["visibility"] == "visible" and t["max_score"] == 1.0 and isinstance(t["output"], str)
+        assert t["output_format"] == "md"
         assert t["status"] in ("passed", "failed") and t["score"] == (1.0 if t["status"] == "passed" else 0.0)
     for task, passed in expect.items():
         mine = [t for t in result["tests"] if t["name"].startswith(f"{task}: ")]
@@ -137,7 +145,7 @@ def test_check_format_gradescope(capsys, submissions):
     assert "diagnosis: `missing_rowsum_term`" in worked["output"] and "```" in worked["output"]
     code, out = run(capsys, "check", "softmax_backward", "--file", str(bob / "softmax_backward.py"),
                     "--format", "json")  # unchanged
-    assert set(json.loads(out)) == {"task", "passed", "checks", "diagnosis"}
+    assert set(json.loads(out)) == {"task", "passed", "checks", "diagnosis", "stopped", "output"}
 
 
 def test_grade_format_gradescope_writes_one_results_json_per_student(capsys, submissions):
@@ -167,7 +175,8 @@ def test_the_autograder_zip_grades_a_gradescope_folder(capsys, submissions, tmp_
         assert wheel.startswith("minigrad-")
         for script in ("setup.sh", "run_autograder"):
             assert (zf.getinfo(script).external_attr >> 16) & stat.S_IXUSR
-        assert f"pip3 install ./{wheel}" in zf.read("setup.sh").decode()
+        setup = zf.read("setup.sh").decode()
+        assert f'pip install --disable-pip-version-check --no-cache-dir "./{wheel}"' in setup
         zf.extractall(tmp_path / "source")
     with zipfile.ZipFile(tmp_path / "source" / wheel) as whl:
         assert "minigrad/exercises/instructor.py" in whl.namelist()
@@ -184,15 +193,11 @@ def test_the_autograder_zip_grades_a_gradescope_folder(capsys, submissions, tmp_
                          {"softmax_backward": 2, "cross_entropy": 0})
 
 
-def test_autograder_without_the_wheel_and_the_help(capsys, tmp_path):
-    import minigrad
-
-    out = tmp_path / "a.zip"
-    assert run(capsys, "autograder", "reductions", "--out", str(out), "--no-wheel")[0] == 0
-    with zipfile.ZipFile(out) as zf:
-        assert sorted(zf.namelist()) == ["run_autograder", "setup.sh"]
-        assert f"pip3 install minigrad=={minigrad.__version__}" in zf.read("setup.sh").decode()
-        assert "--tasks reductions" in zf.read("run_autograder").decode()
+def test_autograder_always_carries_the_wheel_and_the_help(capsys, tmp_path):
+    # --no-wheel is gone: setup.sh installed `minigrad==VERSION` from PyPI, another project's name.
+    with pytest.raises(SystemExit) as e:
+        main(["exercise", "autograder", "reductions", "--out", str(tmp_path / "a.zip"), "--no-wheel"])
+    assert e.value.code == 2 and "unrecognized arguments: --no-wheel" in capsys.readouterr().err
     for action in ("grade", "autograder"):
         with pytest.raises(SystemExit) as e:
             main(["exercise", action, "--help"])
@@ -206,3 +211,44 @@ def test_every_tasks_checks_can_be_listed_without_a_submission(task):
     # max_score needs the checks' names before (or without) a file that imports: checks must be lazy.
     names = check_names(TASKS[task])
     assert names and len(set(names)) == len(names) and all(isinstance(n, str) for n in names)
+
+
+@pytest.mark.parametrize("files", [{}, {"softmax.py": WRONG_SOFTMAX}], ids=["empty", "misnamed"])
+def test_a_submission_without_the_tasks_file_gets_results_naming_it(capsys, tmp_path, files):
+    # What run_autograder runs on Gradescope's /autograder/submission.
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    for name, text in files.items():
+        (submission / name).write_text(text)
+    results = tmp_path / "results.json"
+    code, out = run(capsys, "grade", str(submission), "--tasks", *TWO, "--format", "gradescope",
+                    "--results", str(results))
+    assert code == 0
+    result = json.loads(results.read_text())
+    _validate_gradescope(result, {"softmax_backward": 0, "cross_entropy": 0})
+    found = " (found softmax.py, named after no task)" if files else ""
+    expected = "no file softmax_backward.py: the file for softmax_backward must be named softmax_backward.py"
+    assert f"**softmax_backward** scores 0: {expected}{found}" in result["output"]
+    assert result["tests"][0]["output"] == f"not run: {expected}{found}"
+
+
+def test_folder_grading_names_a_students_misnamed_file(capsys, submissions):
+    (submissions / "carol").mkdir()
+    (submissions / "carol" / "softmax.py").write_text(WRONG_SOFTMAX)
+    code, out = run(capsys, "grade", str(submissions))
+    assert code == 0 and out.splitlines()[3].split()[:4] == ["carol", "fail", "(missing_file)", "0/6"]
+    assert ("carol/softmax_backward.py: no file softmax_backward.py: the file for softmax_backward must "
+            "be named softmax_backward.py (found softmax.py, named after no task)") in out
+
+
+def test_an_untouched_stub_earns_nothing(tmp_path):
+    # Before: 7 of the 99 points across the tasks, from the code each stub gives (a forward).
+    total = 0.0
+    for task in TASKS.values():
+        stub = tmp_path / f"{task.name}.py"
+        stub.write_text(task.stub())
+        scored = grade_file(task.name, str(stub))
+        assert scored.codes == ["not_implemented"], task.name
+        assert any(t["output"].endswith("raises NotImplementedError: write that part") for t in scored.tests)
+        total += scored.score
+    assert total == 0

@@ -1,0 +1,154 @@
+"""Each file is graded in a child process of its own: a hostile file (a forged report then
+os._exit, sys.exit at import, KeyboardInterrupt, an endless loop, allocating without end, a
+print) gets 0 with a one-line reason, through `check` and `grade`, and the rest of the class is
+graded as if it were not there."""
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from minigrad.cli import main
+from minigrad.exercises import TASKS
+from minigrad.exercises.instructor import check_names
+from minigrad.exercises.isolation import parse_memory
+
+CORRECT = Path(__file__).parent / "correct"
+TASK = "softmax_backward"
+N_CHECKS = len(check_names(TASKS[TASK]))
+CORRECT_BACKWARD = "return a * (g - (g * a).sum(axis=-1, keepdims=True))"
+
+
+def student(body: str) -> str:
+    """The stub of TASK with `body` where the student writes the backward."""
+    return TASKS[TASK].stub().replace("raise NotImplementedError", body)
+
+
+# name -> (file text, extra options, what the reason says)
+HOSTILE = {
+    "forged_then_os_exit": (student('print(\'{"task": "softmax_backward", "passed": true}\')\n'
+                                    "        import os; os._exit(0)"), [],
+                            "the process ended without a report (exit code 0)"),
+    "sys_exit_at_import": ("import sys\nsys.exit(0)\n", [], "the code raised SystemExit(0)"),
+    "keyboard_interrupt": (student("raise KeyboardInterrupt"), [], "the code raised KeyboardInterrupt()"),
+    "endless_loop": (student("while True: pass"), ["--timeout", "2"], "stopped after 2 s"),
+    "out_of_memory": (student("x = []\n        while True: x.append(np.ones(10**7))"), ["--memory", "700M"],
+                      "ran out of memory (limit 700 MiB"),
+}
+
+
+def run(capsys, *argv: str) -> tuple[int, str]:
+    code = main(["exercise", *argv])
+    return code, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE))
+def test_a_hostile_file_gets_0_and_a_reason_through_check_and_grade(capsys, tmp_path, kind):
+    text, options, reason = HOSTILE[kind]
+    for who in ("hostile", "honest"):
+        (tmp_path / who).mkdir()
+    (tmp_path / "hostile" / f"{TASK}.py").write_text(text)
+    shutil.copy(CORRECT / f"{TASK}.py", tmp_path / "honest")
+    code, out = run(capsys, "check", TASK, "--file", str(tmp_path / "hostile" / f"{TASK}.py"), *options)
+    assert code == 1 and reason in out and "not graded: every check counts as failed" in out
+    assert "checks passed" not in out
+    code, out = run(capsys, "check", TASK, "--file", str(tmp_path / "hostile" / f"{TASK}.py"), "--json",
+                    *options)
+    result = json.loads(out)
+    assert code == 1 and result["passed"] is False and reason in result["stopped"]
+    code, out = run(capsys, "grade", str(tmp_path), *options)
+    assert code == 0 and f"hostile/{TASK}.py: {reason}" in out
+    with open(tmp_path / "grades.csv", newline="") as f:
+        rows = {r["student"]: r for r in csv.DictReader(f)}
+    assert rows["hostile"]["score"] == "0" and rows["hostile"]["codes"] == "stopped"
+    assert rows["honest"]["score"] == rows["honest"]["max_score"] == str(N_CHECKS)
+
+
+def test_a_print_in_backward_never_corrupts_json_or_gradescope(capsys, tmp_path):
+    path = tmp_path / f"{TASK}.py"
+    path.write_text(student('print("debug {" * 40)\n        ' + CORRECT_BACKWARD))  # 16 calls
+    code, out = run(capsys, "check", TASK, "--file", str(path), "--json")
+    result = json.loads(out)
+    assert code == 0 and result["passed"] and result["output"].startswith("debug {debug {")
+    code, out = run(capsys, "check", TASK, "--file", str(path), "--format", "gradescope")
+    result = json.loads(out)
+    assert code == 0 and result["score"] == N_CHECKS and "debug {" in result["output"]
+    assert all("debug" not in t["output"] for t in result["tests"])
+    code, out = run(capsys, "grade", str(tmp_path), "--format", "gradescope")
+    written = json.loads((tmp_path / "results.json").read_text())
+    assert code == 0 and written["score"] == N_CHECKS and "debug {" in written["output"]
+    code, out = run(capsys, "grade", str(tmp_path), "--format", "json")
+    (only,) = json.loads(out).values()
+    assert only[TASK]["score"] == N_CHECKS and len(only[TASK]["output"]) < 2100  # cut to a length
+    assert "cut:" in only[TASK]["output"]
+
+
+def test_a_folder_with_a_hanging_student_grades_the_others(capsys, tmp_path):
+    for who in ("alice", "bob", "carol"):
+        (tmp_path / who).mkdir()
+        shutil.copy(CORRECT / f"{TASK}.py", tmp_path / who)
+    (tmp_path / "bob" / f"{TASK}.py").write_text(student("while True: pass"))
+    code, out = run(capsys, "grade", str(tmp_path), "--timeout", "2")
+    assert code == 0 and f"bob/{TASK}.py: stopped after 2 s" in out
+    with open(tmp_path / "grades.csv", newline="") as f:
+        scores = {r["student"]: r["score"] for r in csv.DictReader(f)}
+    assert scores == {"alice": str(N_CHECKS), "bob": "0", "carol": str(N_CHECKS)}
+    code, out = run(capsys, "grade", str(tmp_path), "--format", "gradescope", "--timeout", "2")
+    bob = json.loads((tmp_path / "bob" / "results.json").read_text())
+    assert code == 0 and bob["score"] == 0
+    assert all(t["output"].startswith("not run: stopped after 2 s") for t in bob["tests"])
+    assert json.loads((tmp_path / "carol" / "results.json").read_text())["score"] == N_CHECKS
+
+
+def test_results_with_several_students_is_refused(capsys, tmp_path):
+    for who in ("alice", "bob"):
+        (tmp_path / who).mkdir()
+        shutil.copy(CORRECT / f"{TASK}.py", tmp_path / who)
+    code = main(["exercise", "grade", str(tmp_path), "--format", "gradescope", "--results",
+                 str(tmp_path / "results.json")])
+    assert code == 2 and "--results names one results.json" in capsys.readouterr().err
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_ctrl_c_during_a_folder_keeps_what_was_written(capsys, tmp_path, monkeypatch):
+    from minigrad.exercises import instructor
+
+    for who in ("alice", "bob"):
+        (tmp_path / who).mkdir()
+        shutil.copy(CORRECT / f"{TASK}.py", tmp_path / who)
+    real = instructor.grade_files_in_child
+
+    def interrupted_at_bob(files, train=False, limits=None):
+        if any("bob" in str(path) for _, path in files):
+            raise KeyboardInterrupt
+        return real(files, train, limits)
+
+    monkeypatch.setattr(instructor, "grade_files_in_child", interrupted_at_bob)
+    assert main(["exercise", "grade", str(tmp_path)]) == 130
+    assert f"the grades so far are in {tmp_path / 'grades.csv'}" in capsys.readouterr().err
+    with open(tmp_path / "grades.csv", newline="") as f:
+        assert [r["student"] for r in csv.DictReader(f)] == ["alice"]
+
+
+def test_the_limits_options():
+    assert parse_memory("2G") == parse_memory("2048") == parse_memory("2048M") == 2048
+    with pytest.raises(SystemExit):
+        main(["exercise", "check", TASK, "--memory", "lots"])
+    with pytest.raises(SystemExit):
+        main(["exercise", "grade", ".", "--timeout", "0"])
+
+
+@pytest.mark.parametrize("kind", ["forged_then_os_exit", "endless_loop", "keyboard_interrupt"])
+def test_a_students_files_after_a_hostile_one_are_still_graded(capsys, tmp_path, kind):
+    """A student's files share one child process, one after the other: the file whose run ends
+    it gets 0 with its reason, and the files after it are graded in a new child."""
+    text, options, reason = HOSTILE[kind]
+    (tmp_path / f"{TASK}.py").write_text(text)
+    later = "cross_entropy"  # after softmax_backward in the course order
+    shutil.copy(CORRECT / f"{later}.py", tmp_path)
+    code, out = run(capsys, "grade", str(tmp_path), "--format", "json", *options)
+    (grades,) = json.loads(out).values()
+    assert grades[TASK]["score"] == 0 and reason in json.dumps(grades[TASK])
+    assert grades[later]["passed"] and grades[later]["score"] == grades[later]["max_score"] > 0
