@@ -196,6 +196,40 @@ def run_checks(task: str, source: str, checks: list[Check], path: str | None = N
     return report
 
 
+_WRITTEN = ("forward", "backward")  # the methods a task's class asks the student to write
+
+
+def _not_written_here(sub: ModuleType, names: tuple[str, ...], path: str) -> list[str]:
+    """What of `names` the student's file takes from elsewhere instead of writing it: a function
+    or class imported (minigrad's own op, a reference solution), or a class whose forward or
+    backward comes from another file (a subclass of the library's op). Base classes' abstract
+    methods (Function's, Module's) do not count: a class that leaves them is caught by its checks."""
+    here = os.path.realpath(path)
+
+    def origin(obj: Any) -> str | None:
+        code = getattr(getattr(obj, "__func__", obj), "__code__", None)
+        return None if code is None else os.path.realpath(code.co_filename)
+
+    found = []
+    for name in names:
+        obj = getattr(sub, name)
+        if isinstance(obj, type):
+            if obj.__module__ != sub.__name__:
+                found.append(f"{name} is {obj.__module__}.{obj.__qualname__}, not a class your file defines")
+                continue
+            for method in _WRITTEN:
+                fn = getattr(obj, method, None)
+                qualname = getattr(getattr(fn, "__func__", fn), "__qualname__", "")
+                where = origin(fn)
+                if where not in (None, here) and qualname.split(".")[0] not in ("Function", "Module"):
+                    found.append(f"{name}.{method} comes from {qualname} in {os.path.basename(where)}, "
+                                 "not from your file")
+        elif callable(obj) and origin(obj) not in (None, here):
+            found.append(f"{name} is {getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', name)}, "
+                         "not a function your file defines")
+    return found
+
+
 def grade(task_name: str, path: str | None = None, objects: dict[str, Any] | None = None,
           train: bool = False) -> Report:
     """Grade a student's file (`path`) or objects given directly (a notebook) for one task, in
@@ -232,6 +266,10 @@ def grade(task_name: str, path: str | None = None, objects: dict[str, Any] | Non
     defines = f"defines {', '.join(task.defines)}"
     if missing:
         return Report(task.name, source, [CheckResult(defines, False, f"missing {', '.join(missing)}")])
+    borrowed = _not_written_here(sub, task.defines, path) if objects is None else []
+    if borrowed:
+        message = "; ".join(borrowed) + ": the task is to write it, so it scores 0"
+        return Report(task.name, source, [CheckResult(defines, False, message)])
     checks = [(defines, lambda: None)] + task.checks(sub)
     report = run_checks(task.name, source, checks, path)
     if train and task.train is not None:
