@@ -152,3 +152,41 @@ def test_a_students_files_after_a_hostile_one_are_still_graded(capsys, tmp_path,
     (grades,) = json.loads(out).values()
     assert grades[TASK]["score"] == 0 and reason in json.dumps(grades[TASK])
     assert grades[later]["passed"] and grades[later]["score"] == grades[later]["max_score"] > 0
+
+
+def test_a_patched_numpy_leaves_the_next_student_alone(capsys, tmp_path):
+    """numpy.allclose replaced (and numpy.zeros removed) by one student's file, at import: the
+    next student in the folder, whose backward is wrong, is graded as if nothing happened."""
+    (tmp_path / "a_patcher").mkdir()
+    (tmp_path / "b_wrong").mkdir()
+    (tmp_path / "a_patcher" / f"{TASK}.py").write_text(
+        "import numpy\nnumpy.allclose = lambda *a, **k: True\nnumpy.zeros = None\n"
+        + student(CORRECT_BACKWARD))
+    (tmp_path / "b_wrong" / f"{TASK}.py").write_text(student("return g"))
+    assert main(["exercise", "grade", str(tmp_path), "--format", "json"]) == 0
+    grades = json.loads(capsys.readouterr().out)
+    wrong = grades["b_wrong"][TASK]
+    assert not wrong["passed"] and wrong["score"] < wrong["max_score"]
+    (alone,) = json.loads(_grade_alone(capsys, tmp_path / "b_wrong")).values()
+    assert alone[TASK]["score"] == wrong["score"]
+
+
+def _grade_alone(capsys, folder):
+    assert main(["exercise", "grade", str(folder), "--format", "json"]) == 0
+    return capsys.readouterr().out
+
+
+def test_an_atexit_handler_or_a_write_cannot_change_the_results(capsys, tmp_path):
+    """A file that registers an atexit handler rewriting results.json, and writes a forged one
+    at import: the child ends with os._exit (no handler runs) and the parent writes the results
+    after the child, so the file holds the honest score."""
+    results = tmp_path / "results.json"
+    forged = json.dumps({"score": 100.0, "tests": []})
+    (tmp_path / f"{TASK}.py").write_text(
+        f"import atexit\nforged = {forged!r}\nopen({str(results)!r}, 'w').write(forged)\n"
+        f"atexit.register(lambda: open({str(results)!r}, 'w').write(forged))\n" + student("return g"))
+    argv = ["exercise", "grade", str(tmp_path), "--format", "gradescope", "--results", str(results)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    written = json.loads(results.read_text())
+    assert written["score"] != 100.0 and not all(t["score"] == t.get("max_score") for t in written["tests"])
