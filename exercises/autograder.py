@@ -50,13 +50,25 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this for every submission: grades {root}/submission/*.py into
 # {root}/results/results.json, with the Python of the environment setup.sh made.
 # AUTOGRADER_ROOT moves {root}, AUTOGRADER_VENV the environment; AUTOGRADER_PYTHON picks another Python.
+# Each file runs in a child process within AUTOGRADER_TIMEOUT seconds and AUTOGRADER_MEMORY.
 ROOT="${{AUTOGRADER_ROOT:-{root}}}"
 VENV="${{AUTOGRADER_VENV:-$ROOT/venv}}"
 PYTHON="${{AUTOGRADER_PYTHON:-$VENV/bin/python}}"
 mkdir -p "$ROOT/results"
 "$PYTHON" -m minigrad.cli exercise grade "$ROOT/submission" --tasks {tasks} \\
+    --timeout "${{AUTOGRADER_TIMEOUT:-{timeout:g}}}" --memory "${{AUTOGRADER_MEMORY:-{memory}}}" \\
     --format gradescope --results "$ROOT/results/results.json"
 """
+
+
+
+def run_autograder_script(tasks: list[str], root: str = "/autograder") -> str:
+    """The run_autograder script for `tasks`, with the isolation's default limits."""
+    from .isolation import DEFAULT_LIMITS
+
+    return RUN_AUTOGRADER.format(root=root, tasks=" ".join(tasks), timeout=DEFAULT_LIMITS.timeout,
+                                 memory=f"{DEFAULT_LIMITS.memory_mb}M")
+
 
 NOT_SOURCES = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", "*.egg-info", "build", "dist",
                                      ".pytest_cache", ".hypothesis", "*.zip")
@@ -159,7 +171,7 @@ def autograder_zip(tasks: list[str], out: str) -> list[str]:
         with open(path, "rb") as f:
             files[wheel] = (f.read(), 0o644)
     files["setup.sh"] = (SETUP.format(wheel=wheel).encode(), 0o755)
-    run = RUN_AUTOGRADER.format(root="/autograder", tasks=" ".join(names))
+    run = run_autograder_script(names)
     files["run_autograder"] = (run.encode(), 0o755)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, (data, mode) in files.items():

@@ -5,13 +5,17 @@ graded as if it were not there."""
 
 import csv
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from minigrad.cli import main
 from minigrad.exercises import TASKS
+from minigrad.exercises.autograder import run_autograder_script
 from minigrad.exercises.instructor import check_names
 from minigrad.exercises.isolation import parse_memory
 
@@ -190,3 +194,23 @@ def test_an_atexit_handler_or_a_write_cannot_change_the_results(capsys, tmp_path
     capsys.readouterr()
     written = json.loads(results.read_text())
     assert written["score"] != 100.0 and not all(t["score"] == t.get("max_score") for t in written["tests"])
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE))
+def test_run_autograder_grades_a_hostile_file_honestly(tmp_path, kind):
+    """Gradescope's run_autograder, its paths moved to a temporary folder: each hostile file
+    gets a results.json scoring 0 with its reason, and the script ends."""
+    text, options, reason = HOSTILE[kind]
+    limits = dict(zip(options[::2], options[1::2]))
+    (tmp_path / "submission").mkdir()
+    (tmp_path / "submission" / f"{TASK}.py").write_text(text)
+    script = tmp_path / "run_autograder"
+    script.write_text(run_autograder_script([TASK]))
+    env = dict(os.environ, AUTOGRADER_ROOT=str(tmp_path), AUTOGRADER_PYTHON=sys.executable,
+               AUTOGRADER_TIMEOUT=limits.get("--timeout", "60"),
+               AUTOGRADER_MEMORY=limits.get("--memory", "2G"))
+    done = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert result["score"] == 0 and result["tests"] and reason in json.dumps(result)
