@@ -37,6 +37,13 @@ ENTRIES: list[Diagnosis] = [
         'queries, nor, with heads, the model width C or the number of heads H: each head\'s queries have '
         'D = C / H features. Look at which shape your scale reads.'
     )),
+    Diagnosis("kv_split_with_query_length", "the keys and values are split with the queries' length",
+              ("multi_head",), (
+        'Your multi-head attention reshapes k (or v) with the number of queries Tq: right for '
+        'self-attention, where Tq = Tk, but an error as soon as the keys come from a sequence of another '
+        'length (cross-attention, a cache). Split each of q, k and v with its own length: '
+        'x.reshape(B, T, H, D) with T = x.shape[1] of that tensor, as split_heads does.'
+    )),
     Diagnosis("grads_out_of_order", "the three gradients are returned in the wrong order",
               ("attention_backward",), (
         'Your gradients are each right but returned in the wrong order (dv first, for instance): the '

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from itertools import product
 from typing import Any
 
@@ -52,6 +53,17 @@ def predictions(q: np.ndarray, k: np.ndarray, v: np.ndarray, H: int,
                   for n in dict.fromkeys((q.shape[-1], H, q.shape[-2], k.shape[-2])) if n not in (1, D)]
 
 
+def _split_with_query_length(e: ValueError, q: np.ndarray, k: np.ndarray) -> bool:
+    """Whether e is numpy's reshape error for an array of k's size into a shape that holds q's
+    length Tq (and not k's Tk): k or v split with the queries' length."""
+    m = (re.search(r"cannot reshape array of size (\d+) into shape \(([\d, ]+)\)", str(e))  # numpy's
+         or re.search(r"\((\d+) elements\) as shape \(([\d, ]+)\)", str(e)))  # Tensor.reshape's
+    if m is None or q.shape[1] == k.shape[1]:
+        return False
+    shape = [int(n) for n in m.group(2).split(",") if n.strip()]
+    return int(m.group(1)) == k.size and q.shape[1] in shape and k.shape[1] not in shape
+
+
 def checks(sub: Any) -> list[Check]:
     rng = np.random.default_rng(10)
     # Every size a student may confuse differs: the batch, the heads, the queries, the keys, the
@@ -88,9 +100,16 @@ def checks(sub: Any) -> list[Check]:
             raise Fail("split_heads(merge_heads(x)) does not give x back")
 
     def run(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a softmax of yours
-            out = sub.multi_head_attention(Tensor(q), Tensor(k), Tensor(v), H,
-                                           None if mask is None else Tensor(mask))
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a softmax of yours
+                out = sub.multi_head_attention(Tensor(q), Tensor(k), Tensor(v), H,
+                                               None if mask is None else Tensor(mask))
+        except ValueError as e:
+            if _split_with_query_length(e, q, k):
+                raise Fail(f"q {q.shape} and k, v {k.shape}: {e}: k or v is reshaped with the queries' "
+                           f"length Tq = {q.shape[1]}, not its own Tk = {k.shape[1]}",
+                           diagnosis=["kv_split_with_query_length"]) from None
+            raise
         return _data(out, "multi_head_attention")
 
     def against_reference(q, k, v, mask, what: str) -> None:

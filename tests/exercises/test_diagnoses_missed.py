@@ -33,6 +33,8 @@ OWN_SOFTMAX_MAX = "e = (s - s.amax(dim=-1, keepdim=True)).exp()\nreturn e / e.su
 ROWS = "(g.size // g.shape[-1])"
 
 WRONG = [
+    # a) k and v split with the queries' length Tq (right only where Tq = Tk)
+    ("multi_head", "kv_split_with_query_length", [SPLIT, MERGE, KV_SPLIT_WITH_TQ]),
     # a) a scale of 1/sqrt(H), right only where H = D
     ("multi_head", "scale_wrong_d",
      [SPLIT, MERGE, ATTEND.replace("mask=mask)", "mask=mask, scale=num_heads ** -0.5)")]),
@@ -122,3 +124,8 @@ def test_the_deep_check_fails_recursion_whatever_the_limit(tmp_path):
     assert sys.getprofile() is before
     assert report.diagnosis == ["recursion_too_deep"], report.text()
     assert "nested 2002 Python calls" in report.text()
+
+
+def test_k_and_v_split_with_the_querys_length_say_both_lengths(tmp_path):
+    report = grade("multi_head", student_file(tmp_path, "multi_head", [SPLIT, MERGE, KV_SPLIT_WITH_TQ]))
+    assert "reshaped with the queries' length Tq = 5, not its own Tk = 6" in report.text()
