@@ -203,8 +203,8 @@ def add_limits(q: argparse.ArgumentParser) -> None:
     q.add_argument("--timeout", type=_argument(parse_timeout), default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"stop a file's grading after this long: 0 points (default {DEFAULT_TIMEOUT:g})")
     q.add_argument("--memory", type=_argument(parse_memory), default=DEFAULT_MEMORY_MB, metavar="SIZE",
-                   help=f"a file's memory limit, in MiB (2048) or with a unit (512M, 2G): over it, 0 points "
-                        f"(default {DEFAULT_MEMORY_MB // 1024}G)")
+                   help=f"the memory grading a student's files may allocate, in MiB (2048) or with a unit "
+                        f"(512M, 2G): over it, 0 points (default {DEFAULT_MEMORY_MB // 1024}G)")
 
 
 def add_commands(subparsers: Any) -> None:

@@ -30,6 +30,8 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
+from minigrad.serialization import mapped_bytes
+
 from .catalogue import get_task
 from .grader import CheckResult, Report, where_raised
 
@@ -37,7 +39,7 @@ from .grader import CheckResult, Report, where_raised
 # correct/) takes at most 0.06 s a task, and the slowest --train run 10 s (softmax_backward);
 # a grading process peaks at 224 MB of address space (VmPeak), --train included.
 DEFAULT_TIMEOUT = 60.0  # seconds: 6x the slowest --train run
-DEFAULT_MEMORY_MB = 2048  # 9x the peak
+DEFAULT_MEMORY_MB = 2048  # beyond the fork's own address space; 9x a whole grading's peak
 OUTPUT_LIMIT = 2000  # characters of the student's output kept in the report
 OUTPUT_FILE_LIMIT = 16 * 2**20  # bytes the child may print before it is stopped (RLIMIT_FSIZE)
 POLL = 0.05  # seconds between the parent's looks at which of a child's reports are written
@@ -45,7 +47,8 @@ POLL = 0.05  # seconds between the parent's looks at which of a child's reports 
 
 @dataclass(frozen=True)
 class Limits:
-    """A child's wall-clock limit (seconds) and address-space limit (MiB)."""
+    """A file's wall-clock limit (seconds), and the address space (MiB) a child may add to what
+    it starts with."""
 
     timeout: float = DEFAULT_TIMEOUT
     memory_mb: int = DEFAULT_MEMORY_MB
@@ -92,7 +95,10 @@ def _child(jobs: list[dict], memory: int) -> None:
     os.close(devnull)
     import resource  # POSIX only, as os.fork: grade_in_child refuses other systems first
 
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    # `memory` is what grading may add to the address space the fork starts with (numpy's and
+    # BLAS's buffers, which grow with the machine's cores), so a limit means the same anywhere
+    limit = mapped_bytes() + memory
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_LIMIT, OUTPUT_FILE_LIMIT))
     sys.stdin = open(os.devnull)
     from .grader import grade

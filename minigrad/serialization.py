@@ -52,11 +52,11 @@ def memory_budget() -> int:
         return budget
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     if soft != resource.RLIM_INFINITY:
-        budget = min(budget, soft - _mapped_bytes())
+        budget = min(budget, soft - mapped_bytes())
     return max(budget, 0)
 
 
-def _mapped_bytes() -> int:
+def mapped_bytes() -> int:
     """The process's address space in use (Linux's /proc/self/statm), 0 where unknown."""
     try:
         with open("/proc/self/statm") as f:

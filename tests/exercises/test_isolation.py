@@ -214,3 +214,14 @@ def test_run_autograder_grades_a_hostile_file_honestly(tmp_path, kind):
     assert done.returncode == 0, done.stderr
     result = json.loads((tmp_path / "results" / "results.json").read_text())
     assert result["score"] == 0 and result["tests"] and reason in json.dumps(result)
+
+
+def test_the_memory_limit_counts_what_grading_adds(capsys, tmp_path):
+    """--memory is what grading may allocate beyond the address space the child starts with
+    (numpy's and BLAS's buffers: about 150 MiB on 2 cores, more with more cores), so an honest
+    file passes under a limit smaller than that space, on any machine."""
+    # 80 MiB held at import, well within 160M of its own, whatever the child starts with
+    (tmp_path / f"{TASK}.py").write_text("import numpy as np\nHELD = np.ones(10 * 2**20)\n"
+                                         + student(CORRECT_BACKWARD))
+    code, out = run(capsys, "check", TASK, "--file", str(tmp_path / f"{TASK}.py"), "--memory", "160M")
+    assert code == 0 and "checks passed" in out and "FAIL" not in out, out

@@ -136,7 +136,7 @@ def test_the_limit_follows_the_address_space_limit(tmp_path):
     import sys
 
     code = ("import resource, minigrad.serialization as s\n"
-            "resource.setrlimit(resource.RLIMIT_AS, (s._mapped_bytes() + 2**30, resource.RLIM_INFINITY))\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (s.mapped_bytes() + 2**30, resource.RLIM_INFINITY))\n"
             "print(s.memory_budget())\n")
     pytest.importorskip("resource")
     root = os.path.dirname(os.path.dirname(serialization.__file__))  # the minigrad under test
