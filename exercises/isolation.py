@@ -293,7 +293,7 @@ def grade_files_in_child(files: list[tuple[str, str]], train: bool = False,
     order. A file whose run ends the child (a timeout, a crash, an exit, out of memory) gets a
     failed Report saying why, and the files after it go on in a new child. One child per
     student, not per file: a fork costs a grading several times its own time (measured on 2
-    cores: 10 ms a file in a child of its own, against 1.7 ms warm), and one student's files
+    cores: 4.5 ms a file in a child of its own, against 1.7 ms warm), and one student's files
     can harm only that student's grades."""
     limits = limits or DEFAULT_LIMITS
     if os.name != "posix":
