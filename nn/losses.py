@@ -137,32 +137,37 @@ class BinaryCrossEntropy(Function):
 
     @staticmethod
     def forward(ctx, p, y):
-        p, y, log_p, log_q, loss = _bce_forward(p, y)
-        ctx.save_for_backward(p, y, log_p, log_q)
-        return loss
+        return _bce_forward(ctx, p, y)
 
     @staticmethod
     def backward(ctx, g):
-        p, y, log_p, log_q = ctx.saved
-        dp, dy = ctx.needs_input_grad
-        return ((g * (p - y) / np.maximum(p * (1 - p), _bce_eps(p)) if dp else None),
-                (g * (log_q - log_p) if dy else None))
+        return _bce_backward(ctx, g, through_sigmoid=False)
 
 
-def _bce_eps(p: np.ndarray) -> np.generic:
-    """PyTorch's bound of BCE's gradient denominator, a float32 constant in either dtype."""
-    return p.dtype.type(np.float32(1e-12))
-
-
-def _bce_forward(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(p, y) in one dtype, log p, log(1 - p) and the loss -(y max(log p, -100) + (1 - y)
-    max(log(1 - p), -100)), PyTorch's."""
+def _bce_forward(ctx, p: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """PyTorch's loss -(y max(log p, -100) + (1 - y) max(log(1 - p), -100)), with p, y (in one
+    dtype) and both logs saved: the forward of both BCE ops."""
     if p.dtype is not y.dtype:
         p, y = promote(p, y)
     floor = p.dtype.type(-100)
     with np.errstate(divide="ignore"):  # log(0) = -inf, clamped just below
         log_p, log_q = np.log(p), np.log1p(-p)
-    return p, y, log_p, log_q, -(y * np.maximum(log_p, floor) + (1 - y) * np.maximum(log_q, floor))
+    ctx.save_for_backward(p, y, log_p, log_q)
+    return -(y * np.maximum(log_p, floor) + (1 - y) * np.maximum(log_q, floor))
+
+
+def _bce_backward(ctx, g: np.ndarray, through_sigmoid: bool) -> tuple[np.ndarray | None, ...]:
+    """(d first input, dy): dp = g (p - y) / max(p (1 - p), 1e-12), PyTorch's bound (a float32
+    constant in either dtype); through_sigmoid multiplies it by the sigmoid's (1 - p) p, giving
+    the logits' gradient."""
+    p, y, log_p, log_q = ctx.saved
+    first, dy = ctx.needs_input_grad
+    d = None
+    if first:
+        d = g * (p - y) / np.maximum(p * (1 - p), p.dtype.type(np.float32(1e-12)))
+        if through_sigmoid:
+            d = d * (1 - p) * p
+    return d, (g * (log_q - log_p) if dy else None)
 
 
 class SigmoidBinaryCrossEntropy(Function):
@@ -182,17 +187,11 @@ class SigmoidBinaryCrossEntropy(Function):
 
     @staticmethod
     def forward(ctx, x, y, p):
-        p, y, log_p, log_q, loss = _bce_forward(p, y)
-        ctx.save_for_backward(p, y, log_p, log_q)
-        return loss
+        return _bce_forward(ctx, p, y)
 
     @staticmethod
     def backward(ctx, g):
-        p, y, log_p, log_q = ctx.saved
-        dx, dy = ctx.needs_input_grad
-        q = 1 - p
-        return ((g * (p - y) / np.maximum(q * p, _bce_eps(p)) * q * p if dx else None),
-                (g * (log_q - log_p) if dy else None))
+        return _bce_backward(ctx, g, through_sigmoid=True)
 
 
 def _sigmoid_logits(p: Tensor) -> Tensor | None:

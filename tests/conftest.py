@@ -35,3 +35,10 @@ def pytest_configure(config):
 def pytest_runtest_setup(item):
     if item.get_closest_marker("requires_dot") is not None and shutil.which("dot") is None:
         pytest.skip(DOT_MISSING)
+
+
+@pytest.fixture
+def one_thread_after():
+    """Whatever thread setting a test makes, the next test starts with one thread again."""
+    yield
+    minigrad.set_num_threads(1)

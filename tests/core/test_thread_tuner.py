@@ -164,12 +164,6 @@ def test_the_command_takes_a_count_blas_or_auto(capsys):
         assert says in capsys.readouterr().err
 
 
-@pytest.fixture
-def one_thread_after():
-    yield
-    mg.set_num_threads(1)
-
-
 def blas_threads():
     return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
 

@@ -1,17 +1,9 @@
 """`minigrad train` and its threads: `--threads auto` (the default) tunes the setting and says its
 choice only with -v; a fixed `--threads` (before or after the subcommand) sets it for the run."""
 
-import pytest
 from threadpoolctl import threadpool_info
 
-import minigrad as mg
 from minigrad import parallel
-
-
-@pytest.fixture
-def one_thread_after():
-    yield
-    mg.set_num_threads(1)
 
 
 def blas_threads():

@@ -34,12 +34,15 @@ def layouts(draw):
 
 
 def _both(fn_mg, fn_torch, x, t, kw, weight):
+    """Loss and input gradient in both, with a random upstream gradient of the loss's shape (a
+    per-position weight for "none", so that a loss put in the wrong place cannot hide in a sum)."""
     a = mg.tensor(x, requires_grad=True)
     out = fn_mg(a, mg.tensor(t), weight=None if weight is None else mg.tensor(weight), **kw)
-    out.sum().backward()
+    g = np.random.default_rng(7).standard_normal(out.shape)
+    out.backward(g)
     b = torch.tensor(x, requires_grad=True)
     want = fn_torch(b, torch.tensor(t), weight=None if weight is None else torch.tensor(weight), **kw)
-    want.sum().backward()
+    want.backward(torch.from_numpy(np.asarray(g)))
     return (out.data, a.grad), (want.detach().numpy(), b.grad.numpy())
 
 
