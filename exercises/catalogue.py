@@ -31,6 +31,10 @@ class Task:
     train: submission -> one check that trains the tiny GPT with the student's op (or None).
     weights: check name -> points for the instructor's grade (`minigrad exercise grade`); a check
         not named here is worth 1.
+    library: the names of minigrad's own implementation of what the task asks for (`softmax`,
+        `Softmax`): a file that uses one as an attribute or imports it scores 0
+        (submission.written_here); `library_inside` the same for one definition only (the
+        function sum_to_shape must not call `unbroadcast`, which the rest of the file may).
     """
 
     name: str
@@ -39,6 +43,8 @@ class Task:
     checks: Callable[[Any], list[Check]]
     train: Callable[[Any], Check] | None = None
     weights: Mapping[str, float] = field(default_factory=dict, hash=False)
+    library: tuple[str, ...] = ()
+    library_inside: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
 
     @property
     def number(self) -> int:

@@ -18,15 +18,36 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import sys
 from typing import Any
 
 from .catalogue import TASKS, get_task
 from .grader import dumps
-from .isolation import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Limits, grade_in_child, parse_memory, parse_timeout
+from .isolation import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, Limits, grade_in_child
 
 DEFAULT_DIR = "exercises"
 STATUS_FILE = ".status.json"  # in the exercises folder: the last check of each file, by content
+
+
+
+def parse_memory(text: str) -> int:
+    """`--memory`: MiB, as a number (2048) or with a unit (512M, 2G)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([MmGg]?)[iI]?[Bb]?\s*", text)
+    if m is None or float(m.group(1)) <= 0:
+        raise ValueError(f"--memory {text!r}: give MiB (2048) or a size with a unit (512M, 2G)")
+    return int(float(m.group(1)) * (1024 if m.group(2).lower() == "g" else 1))
+
+
+def parse_timeout(text: str) -> float:
+    """`--timeout`: seconds, more than 0."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise ValueError(f"--timeout {text!r}: give the seconds a file may run, e.g. 60")
+    return seconds
 
 
 def _path(args: argparse.Namespace, name: str) -> str:

@@ -14,23 +14,26 @@ import importlib.util
 import json
 import os
 import textwrap
-import traceback
 from dataclasses import dataclass, field
 from types import ModuleType, SimpleNamespace
 from typing import Any, Callable
 
-from .diagnose import dot_t_on_batched
 from .diagnoses import HINTS, most_precise
+from .submission import not_written_here, written_here
+from .transcript import (
+    Fail,
+    StudentNotImplemented,
+    StudentRaised,
+    Transcript,
+    begin_check,
+    describe_raised,
+    one_line,
+    run_student,
+    transcript,
+    where_raised,
+)
 
 Check = tuple[str, Callable[[], Any]]
-
-
-class Fail(Exception):
-    """A failed check: what is wrong, a worked case to look at, and the diagnosis codes."""
-
-    def __init__(self, message: str, detail: str = "", diagnosis: list[str] | None = None):
-        super().__init__(message)
-        self.message, self.detail, self.diagnosis = message, detail, list(diagnosis or [])
 
 
 @dataclass
@@ -133,148 +136,111 @@ def load_file(path: str) -> ModuleType:
     return module
 
 
-def where_raised(exc: BaseException, source: str | None) -> str:
-    """'file.py, line N' of the deepest frame in the student's file (else the deepest frame,
-    unless that is inside minigrad: an engine error, such as a gradient of the wrong shape,
-    names the op itself, and the library's line would only distract)."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    if not frames:
-        return ""
-    mine = [f for f in frames if source and os.path.abspath(f.filename) == os.path.abspath(source)]
-    if not mine and _in_library(frames[-1].filename):
-        return ""
-    f = (mine or frames)[-1]
-    return f"{os.path.basename(f.filename)}, line {f.lineno}" + (f" ({f.line})" if f.line else "")
-
-
-def _in_library(filename: str) -> bool:
-    import minigrad.nn  # (nn sits outside the minigrad folder in a checkout)
-
-    roots = {os.path.dirname(os.path.abspath(m.__file__)) for m in (minigrad, minigrad.nn)}
-    return any(os.path.abspath(filename).startswith(r + os.sep) for r in roots)
-
-
-def student_frames(exc: BaseException, source: str | None) -> list[dict]:
-    """The local variables of each frame `exc` passed through in the student's file (without a
-    file, a notebook's objects: the frames outside minigrad and its exercises package)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    out, tb = [], exc.__traceback__
-    while tb is not None:
-        name = os.path.abspath(tb.tb_frame.f_code.co_filename)
-        if (name == os.path.abspath(source) if source else
-                not (_in_library(name) or name.startswith(here + os.sep))):
-            out.append(tb.tb_frame.f_locals)
-        tb = tb.tb_next
-    return out
-
-
-def _one_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: " + " ".join(str(exc).split())
-
-
-def run_checks(task: str, source: str, checks: list[Check], path: str | None = None) -> Report:
-    """Run `checks` in order into a Report; stop at the first NotImplementedError. A matmul error
-    that `.T` on a batched array explains is named (diagnose.dot_t_on_batched)."""
+def run_checks(task: str, source: str, checks: list[Check], first: int = 0) -> Report:
+    """Run `checks` in order into a Report (the i-th as check `first + i` of the transcript);
+    stop at the first NotImplementedError."""
     report = Report(task, source)
-    for name, fn in checks:
+    for i, (name, fn) in enumerate(checks, start=first):
+        begin_check(i)
         try:
             note = fn()
             report.checks.append(CheckResult(name, True, note or ""))
         except Fail as f:
             report.checks.append(CheckResult(name, False, f.message, f.detail, f.diagnosis))
-        except NotImplementedError as e:
+        except StudentNotImplemented as e:
             report.checks.append(CheckResult(name, False, "not implemented yet"))
-            report.not_implemented = f"{where_raised(e, path)} raises NotImplementedError"
+            report.not_implemented = f"{e.where} raises NotImplementedError"
             break
+        except StudentRaised as e:  # the student's code raised: say what and where
+            report.checks.append(CheckResult(name, False, e.message, diagnosis=e.diagnosis))
         except MemoryError:  # not a mistake to diagnose: the process grading it is out of memory
             raise
-        except Exception as e:  # the student's code raised: say what and where
-            where = where_raised(e, path)
-            message = f"raised {_one_line(e)}" + (f" ({where})" if where else "")
-            codes = ["dot_t_on_batched"] if dot_t_on_batched(e, student_frames(e, path)) else []
-            report.checks.append(CheckResult(name, False, message, diagnosis=codes))
+        except Exception as e:  # the checks' own code, on what the student's code gave it
+            report.checks.append(CheckResult(name, False, describe_raised(e, None).message))
     return report
 
 
-_WRITTEN = ("forward", "backward")  # the methods a task's class asks the student to write
+# ----------------------------------------------------------------------------- grading
 
 
-def _not_written_here(sub: ModuleType, names: tuple[str, ...], path: str) -> list[str]:
-    """What of `names` the student's file takes from elsewhere instead of writing it: a function
-    or class imported (minigrad's own op, a reference solution), or a class whose forward or
-    backward comes from another file (a subclass of the library's op). Base classes' abstract
-    methods (Function's, Module's) do not count: a class that leaves them is caught by its checks."""
-    here = os.path.realpath(path)
+class _Sealed:
+    """The student's objects where they are not (the grading process, replaying): every use
+    outside run_student() is a mistake of the checks' own code, and says so."""
 
-    def origin(obj: Any) -> str | None:
-        code = getattr(getattr(obj, "__func__", obj), "__code__", None)
-        return None if code is None else os.path.realpath(code.co_filename)
+    def __init__(self, what: str):
+        self._what = what
 
-    found = []
-    for name in names:
-        obj = getattr(sub, name)
-        if isinstance(obj, type):
-            if obj.__module__ != sub.__name__:
-                found.append(f"{name} is {obj.__module__}.{obj.__qualname__}, not a class your file defines")
-                continue
-            for method in _WRITTEN:
-                fn = getattr(obj, method, None)
-                qualname = getattr(getattr(fn, "__func__", fn), "__qualname__", "")
-                where = origin(fn)
-                if where not in (None, here) and qualname.split(".")[0] not in ("Function", "Module"):
-                    found.append(f"{name}.{method} comes from {qualname} in {os.path.basename(where)}, "
-                                 "not from your file")
-        elif callable(obj) and origin(obj) not in (None, here):
-            found.append(f"{name} is {getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', name)}, "
-                         "not a function your file defines")
-    return found
+    def __getattr__(self, name: str) -> _Sealed:
+        return _Sealed(f"{self._what}.{name}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"{self._what} called outside run_student(): the checks must run the student's "
+                           "code only there")
 
 
-def grade(task_name: str, path: str | None = None, objects: dict[str, Any] | None = None,
-          train: bool = False) -> Report:
-    """Grade a student's file (`path`) or objects given directly (a notebook) for one task, in
-    this process: the student's code runs here, unlimited (a MemoryError propagates). The
-    command line and the instructor's functions grade a file in a child process of its own
-    instead: isolation.grade_in_child."""
-    from .catalogue import TASKS, get_task
-
-    task = get_task(task_name)
-    source = path if objects is None else "objects given to check()"
-    if objects is not None:
-        sub = SimpleNamespace(**objects)
-    else:
-        if path is None or not os.path.isfile(path):
-            raise FileNotFoundError(
-                f"no file {path}: run `minigrad exercise start {task.name}` to write the stub"
-            )
-        try:
-            sub = load_file(path)
-        except NotImplementedError as e:
-            report = Report(task.name, source, [CheckResult("imports", False, "not implemented yet")])
-            report.not_implemented = f"{where_raised(e, path)} raises NotImplementedError"
-            return report
-        except SyntaxError as e:  # raised before the file runs: no frame of it to point at
-            line = f" ({e.text.strip()})" if e.text and e.text.strip() else ""
-            message = f"{type(e).__name__}: {e.msg} ({os.path.basename(path)}, line {e.lineno}{line})"
-            return Report(task.name, source, [CheckResult("imports", False, message)])
-        except MemoryError:
-            raise
-        except Exception as e:
-            return Report(task.name, source,
-                          [CheckResult("imports", False, f"{_one_line(e)} ({where_raised(e, path)})")])
+def _import(task: Any, path: str, held: dict) -> dict:
+    """Runs in the student's process: import the file, and say what of the task it lacks or
+    takes from elsewhere. The module is left in `held` (the one side effect run_student() allows:
+    the checks that follow reach the student's objects through it, in that process only)."""
+    try:
+        sub = load_file(path)
+    except NotImplementedError as e:
+        return {"not_implemented": where_raised(e, path)}
+    except SyntaxError as e:  # raised before the file runs: no frame of it to point at
+        line = f" ({e.text.strip()})" if e.text and e.text.strip() else ""
+        return {"error": f"{type(e).__name__}: {e.msg} ({os.path.basename(path)}, line {e.lineno}{line})"}
+    except MemoryError:
+        raise
+    except Exception as e:
+        return {"error": f"{one_line(e)} ({where_raised(e, path)})"}
+    held["module"] = sub
     missing = [n for n in task.defines if not hasattr(sub, n)]
-    defines = f"defines {', '.join(task.defines)}"
-    if missing:
-        return Report(task.name, source, [CheckResult(defines, False, f"missing {', '.join(missing)}")])
-    borrowed = _not_written_here(sub, task.defines, path) if objects is None else []
-    if borrowed:
-        message = "; ".join(borrowed) + ": the task is to write it, so it scores 0"
-        return Report(task.name, source, [CheckResult(defines, False, message)])
-    checks = [(defines, lambda: None)] + task.checks(sub)
-    report = run_checks(task.name, source, checks, path)
+    return {"missing": missing, "borrowed": [] if missing else not_written_here(sub, task.defines, path)}
+
+
+def _well_formed(loaded: Any) -> bool:
+    """Whether `_import`'s result has one of its three forms."""
+    if not isinstance(loaded, dict):
+        return False
+    if set(loaded) in ({"not_implemented"}, {"error"}):
+        return isinstance(next(iter(loaded.values())), str)
+    return (set(loaded) == {"missing", "borrowed"}
+            and all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in loaded.values()))
+
+
+def _defines(task: Any) -> str:
+    return f"defines {', '.join(task.defines)}"
+
+
+def _run(task: Any, source: str, sub: Any, path: str | None, train: bool) -> Report:
+    """The task's checks on `sub` (the student's objects, or _Sealed when replaying), in the
+    transcript's mode; with `path`, the file is imported first (in the student's process)."""
+    from .catalogue import TASKS
+
+    if path is not None:
+        held: dict = {}
+        begin_check(-1)
+        loaded = run_student("import", lambda: _import(task, path, held))
+        if not _well_formed(loaded):  # (only a transcript rewritten by the student's code)
+            return Report(task.name, source, [CheckResult("imports", False, "your code's process wrote a "
+                                                                            "damaged result for its import")])
+        if "not_implemented" in loaded:
+            report = Report(task.name, source, [CheckResult("imports", False, "not implemented yet")])
+            report.not_implemented = f"{loaded['not_implemented']} raises NotImplementedError"
+            return report
+        if "error" in loaded:
+            return Report(task.name, source, [CheckResult("imports", False, str(loaded["error"]))])
+        if loaded["missing"]:
+            return Report(task.name, source,
+                          [CheckResult(_defines(task), False, f"missing {', '.join(loaded['missing'])}")])
+        if loaded["borrowed"]:
+            return _borrowed(task, source, loaded["borrowed"])
+        sub = held.get("module", _Sealed(os.path.basename(path)))
+    checks = [(_defines(task), lambda: None)] + task.checks(sub)
+    report = run_checks(task.name, source, checks)
     if train and task.train is not None:
         if report.passed:
-            trained = run_checks(task.name, source, [task.train(sub)], path).checks[0]
+            trained = run_checks(task.name, source, [task.train(sub)], first=len(checks)).checks[0]
             # A passing training check returns its summary line, then the loss curves.
             if trained.passed and "\n" in trained.message:
                 trained.message, report.extra = trained.message.split("\n", 1)
@@ -286,6 +252,73 @@ def grade(task_name: str, path: str | None = None, objects: dict[str, Any] | Non
         report.extra = (f"--train: {task.name} has no training run (it is not a piece of the tiny GPT); "
                         f"the tasks with one: {with_training}")
     return report
+
+
+def _borrowed(task: Any, source: str, found: list[str]) -> Report:
+    message = "; ".join(found) + ": the task is to write it, so it scores 0"
+    return Report(task.name, source, [CheckResult(_defines(task), False, message)])
+
+
+def read_submission(task: Any, path: str) -> Report | None:
+    """The verdict on a file from its text alone, before any of it runs (None: run it): a
+    syntax error, or what written_here finds."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    try:
+        found = written_here(task, text, path)
+    except SyntaxError as e:
+        line = f" ({e.text.strip()})" if e.text and e.text.strip() else ""
+        message = f"{type(e).__name__}: {e.msg} ({os.path.basename(path)}, line {e.lineno}{line})"
+        return Report(task.name, path, [CheckResult("imports", False, message)])
+    except ValueError as e:  # source code with a null byte
+        message = f"{one_line(e)} ({os.path.basename(path)})"
+        return Report(task.name, path, [CheckResult("imports", False, message)])
+    return _borrowed(task, path, found) if found else None
+
+
+def record(task_name: str, path: str, train: bool = False) -> Transcript:
+    """Run the checks on the student's file in this process, keeping what the student's code
+    gave them (isolation's child does this; the verdict is replay's)."""
+    from .catalogue import get_task
+
+    task = get_task(task_name)
+    t = Transcript("record", path)
+    with transcript(t):
+        _run(task, path, None, path, train)
+    return t
+
+
+def replay(task_name: str, path: str, recorded: Transcript, train: bool = False) -> Report:
+    """The verdict on a file from a transcript of its run: the checks again, here, taking each
+    result of the student's code from the transcript (the student's code does not run)."""
+    from .catalogue import get_task
+
+    task = get_task(task_name)
+    t = Transcript("replay", path, recorded.entries, recorded.arrays)
+    with transcript(t):
+        return _run(task, path, None, path, train)
+
+
+def grade(task_name: str, path: str | None = None, objects: dict[str, Any] | None = None,
+          train: bool = False) -> Report:
+    """Grade a student's file (`path`) or objects given directly (a notebook) for one task, in
+    this process: the student's code runs here, unlimited (a MemoryError propagates). A file is
+    read first (read_submission), then recorded and replayed, as in a child process of its own
+    (isolation.grade_in_child, what the command line and the instructor's functions use)."""
+    from .catalogue import get_task
+
+    task = get_task(task_name)
+    if objects is not None:
+        with transcript(Transcript("live")):
+            return _run(task, "objects given to check()", SimpleNamespace(**objects), None, train)
+    if path is None or not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"no file {path}: run `minigrad exercise start {task.name}` to write the stub"
+        )
+    verdict = read_submission(task, path)
+    if verdict is not None:
+        return verdict
+    return replay(task.name, path, record(task.name, path, train), train)
 
 
 def check(task: str, *objects: Any, train: bool = False, quiet: bool = False, **named: Any) -> Report:

@@ -16,12 +16,13 @@ import numpy as np
 
 import minigrad as mg
 from minigrad.autograd import unbroadcast
-from minigrad.gradcheck import side_by_side
+from minigrad.gradcheck import finite_differences, first_mismatch, input_names, side_by_side
 from minigrad.hooks import observe_backward
 from minigrad.tensor import Tensor
 
 from .diagnose import Mistake, close, generic_mistakes, match
-from .grader import Check, Fail
+from .grader import Check
+from .transcript import Fail, StudentRaised, raised_here, run_student
 
 Fn = Callable[..., Tensor]
 
@@ -41,7 +42,9 @@ class Case:
 class Run:
     out: np.ndarray
     grads: dict[str, np.ndarray | None]  # what the student's backward returned, per input
-    error: Exception | None = None  # the engine's error after backward returned (e.g. a shape)
+    error: str = ""  # the engine's error after backward returned (e.g. a shape), as reported
+    # Every array the forward returned or saved: (what it is, after backward, before backward)
+    kept: list[tuple[str, np.ndarray, np.ndarray]] = field(default_factory=list)
 
 
 def upstream(shape: tuple[int, ...], seed: int = 7) -> np.ndarray:
@@ -85,6 +88,7 @@ def forward_arrays(out: Tensor) -> list[tuple[str, np.ndarray, np.ndarray]]:
 def _changed_by_backward(arrays: list[tuple[str, np.ndarray, np.ndarray]]) -> Fail | None:
     """A Fail naming the first array of `forward_arrays` that backward changed in place."""
     for what, x, before in arrays:
+        x, before = np.asarray(x), np.asarray(before)
         if x.shape != before.shape or not np.array_equal(x, before, equal_nan=True):
             return Fail(f"your backward changes {what} in place: after backward it differs from what the "
                         "forward computed (a later use of that array, or a second backward, reads wrong "
@@ -100,8 +104,9 @@ def backward_of(fn: Fn, case: Case, g: np.ndarray | None, op: type | None = None
     The inputs and g are handed over read-only: code that changes them in place (x -= m in a
     forward, g *= a in a backward) is named for it, since it is right alone and wrong wherever
     the array is shared (an upstream gradient fanned out to two ops, the finite differences).
-    Every array the forward returned or saved must be unchanged after backward, too (a softmax
-    backward computed in the saved weights leaves the output's rows summing to 0).
+    Every array the forward returned or saved is in `kept`, before and after backward: it must
+    be unchanged (a softmax backward computed in the saved weights leaves the output's rows
+    summing to 0); student_backward checks.
     """
     names = list(case.inputs)
     leaves = [Tensor(_read_only(np.array(x, dtype=np.float64)), requires_grad=True)
@@ -129,7 +134,7 @@ def backward_of(fn: Fn, case: Case, g: np.ndarray | None, op: type | None = None
     if not out.requires_grad:
         raise Fail("the output is not connected to the inputs in the graph (no gradient can flow): "
                    "compute it with Tensor operations, not on .data or numpy arrays")
-    error = None
+    error = ""
     kept = forward_arrays(out)
     try:
         with observe_backward(observe):
@@ -139,12 +144,28 @@ def backward_of(fn: Fn, case: Case, g: np.ndarray | None, op: type | None = None
             raise _in_place(e, "backward") from None
         if op is None or not raw or isinstance(e, NotImplementedError):
             raise  # the student's code raised
-        error = e  # the engine, after the op's backward returned (e.g. a gradient's shape)
-    changed = _changed_by_backward(kept)
+        error = raised_here(e).message  # the engine, after the op's backward returned (e.g. a shape)
+    grads = raw if op is not None else {n: t.grad for n, t in zip(names, leaves)}
+    return Run(out.data, {n: grads.get(n) for n in names}, error, kept)
+
+
+def student_backward(fn: Fn, case: Case, g: np.ndarray, op: type | None = None) -> Run:
+    """backward_of the student's fn, run in the student's process (transcript.student); the
+    arrays the forward returned or saved are compared here: a Fail names one backward changed."""
+    def run() -> tuple:
+        r = backward_of(fn, case, g, op)
+        return r.out, r.grads, r.error, [[what, after, before] for what, after, before in r.kept]
+
+    out, grads, error, kept = run_student("backward", run)
+    changed = _changed_by_backward([(str(what), after, before) for what, after, before in kept])
     if changed is not None:
         raise changed
-    grads = raw if op is not None else {n: t.grad for n, t in zip(names, leaves)}
-    return Run(out.data, {n: grads.get(n) for n in names}, error)
+    return Run(out, dict(grads), error)
+
+
+def student_output(fn: Fn, case: Case) -> np.ndarray:
+    """The student's fn forward on the case's inputs (a Tensor's array), in the student's process."""
+    return run_student("forward", lambda: backward_of(fn, case, None).out)
 
 
 def numeric_grads(fn: Fn, case: Case, g: np.ndarray, eps: float = 1e-6) -> dict[str, np.ndarray]:
@@ -216,7 +237,7 @@ def compare(student: Fn, reference: Fn, case: Case, op: type | None = None,
     g = upstream(ref_out.shape)
     ref = backward_of(reference, case, g).grads
     ones = backward_of(reference, case, np.ones(ref_out.shape)).grads
-    run = backward_of(student, case, g, op)
+    run = student_backward(student, case, g, op)
     if any(run.grads.get(n) is not None and run.grads[n].shape != x.shape for n, x in case.inputs.items()):
         fail = _shape_mistake(run, case, g, raw_mistakes)
         if fail is not None:
@@ -229,8 +250,8 @@ def compare(student: Fn, reference: Fn, case: Case, op: type | None = None,
         got[n] = view
     bad = [n for n in case.inputs if not close(got[n], ref[n])]
     if not bad:
-        if run.error is not None:
-            raise run.error
+        if run.error:
+            raise StudentRaised(run.error)
         return
     known = (mistakes(case, g, ref) if mistakes else []) + generic_mistakes(ref, ones, got)
     found = match(got, ref, known)
@@ -245,7 +266,7 @@ def compare(student: Fn, reference: Fn, case: Case, op: type | None = None,
         msg += f" ({found.note})"
     detail = ""
     if worked and got[n].size <= 64:
-        numeric = numeric_grads(student, case, g)[n]
+        numeric = run_student("numeric", lambda: numeric_grads(student, case, g)[n])
         blocks = [(f"d{n}: yours (analytic)", got[n]), ("numeric", numeric)]
         if got[n].shape == numeric.shape:
             blocks.append(("difference", got[n] - numeric))
@@ -293,10 +314,18 @@ def gradient_checks(student: Fn, reference: Fn, worked: Case, cases: list[Case],
     def by_gradcheck() -> str:
         for case in cases:
             fn = _named(student, list(case.inputs), case.options)
-            try:
-                mg.gradcheck(fn, list(case.inputs.values()))
-            except mg.GradcheckError as e:
-                raise Fail(f"on {case.describe()}", detail=str(e)) from None
+
+            def differences(fn: Fn = fn, case: Case = case) -> list | str:
+                try:
+                    return finite_differences(fn, list(case.inputs.values()))
+                except mg.GradcheckError as e:
+                    return str(e)
+
+            found = run_student("gradcheck", differences)
+            report = found if isinstance(found, str) else first_mismatch(
+                input_names(fn, len(case.inputs)), [(int(i), a, n) for i, a, n in found])
+            if report is not None:
+                raise Fail(f"on {case.describe()}", detail=report)
         return f"{len(cases)} shapes"
 
     def on_cases() -> str:

@@ -22,14 +22,26 @@ import contextlib
 import csv
 import io
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Callable
 
 from .catalogue import TASKS, Task, get_task
 from .diagnoses import HINTS
+from .forkserver import abort_children, allow_children
 from .grader import CheckResult, Report, grade
-from .isolation import DEFAULT_LIMITS, Limits, grade_files_in_child, grade_in_child
+from .isolation import (
+    DEFAULT_LIMITS,
+    Limits,
+    grade_in_child,
+    record_files_in_child,
+    verdicts,
+)
+
+# Students whose children run at once: measured on 2 cores (benchmarks/grading.py), two side by
+# side grade a class in about half the time of one at a time; more would only share the cores.
+JOBS = min(2, os.cpu_count() or 1)
 
 # The checks grade() puts before a task's own: a prerequisite, worth no points.
 _GATES = ("imports", "defines ")
@@ -197,28 +209,45 @@ def tasks_in(who: dict[str, str]) -> list[str]:
 
 def grade_folder(folder: str, tasks: list[str] | None = None, limits: Limits | None = DEFAULT_LIMITS,
                  done: Callable[[str, dict[str, dict[str, Scored]]], None] | None = None,
-                 ) -> dict[str, dict[str, Scored]]:
-    """student -> task -> Scored; a student without a task's file scores 0 on it. Students are
-    graded one by one, each student's files in a process of their own (one after the other, each
-    within the limits: isolation.grade_files_in_child); `done(student, grades so far)`
-    runs after each student, so their results can be written before the next one starts."""
+                 jobs: int = JOBS) -> dict[str, dict[str, Scored]]:
+    """student -> task -> Scored; a student without a task's file scores 0 on it. Each student's
+    files run in a process of their own (one after the other, each within the limits:
+    isolation.record_files_in_child), `jobs` students at a time; the verdicts are decided here,
+    student by student in the folder's order, and `done(student, grades so far)` runs after
+    each, so their results are written before the next student's are decided."""
     who = students(folder)
     tasks = [get_task(t).name for t in tasks] if tasks else tasks_in(who)
     if not tasks:
         raise ValueError(f"no <task>.py file in {folder} or its subfolders; "
                          f"the tasks are: {', '.join(TASKS)}")
     grades: dict[str, dict[str, Scored]] = {}
-    for s, d in who.items():
-        paths = {t: os.path.join(d, f"{t}.py") for t in tasks}
-        if limits is None:
-            grades[s] = {t: grade_file(t, p, None) for t, p in paths.items()}
-        else:  # the student's files in one child process of their own, one after the other
-            present = [(t, p) for t, p in paths.items() if os.path.isfile(p)]
-            reports = dict(zip((t for t, _ in present), grade_files_in_child(present, limits=limits)))
-            grades[s] = {t: score_report(reports[t]) if t in reports else score(_missing(t, p))
-                         for t, p in paths.items()}
+    paths = {s: {t: os.path.join(d, f"{t}.py") for t in tasks} for s, d in who.items()}
+
+    def decided(s: str, reports: dict[str, Report]) -> None:
+        grades[s] = {t: score_report(reports[t]) if t in reports else score(_missing(t, p))
+                     for t, p in paths[s].items()}
         if done is not None:
             done(s, grades)
+
+    if limits is None:
+        for s in who:
+            decided(s, {t: grade_file(t, p, None).report for t, p in paths[s].items()
+                        if os.path.isfile(p)})
+        return grades
+    # Each student's files in one child process of their own, one after the other; `jobs`
+    # students' children run side by side (worker threads wait on them), while this thread
+    # replays the checks of each student in turn, in the folder's order.
+    present = {s: [(t, p) for t, p in paths[s].items() if os.path.isfile(p)] for s in who}
+    allow_children()
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        try:
+            recordings = {s: pool.submit(record_files_in_child, present[s], False, limits) for s in who}
+            for s, recording in recordings.items():
+                reports = verdicts(recording.result())
+                decided(s, dict(zip((t for t, _ in present[s]), reports)))
+        except BaseException:  # Ctrl-C: the workers' children are killed, the grades so far kept
+            abort_children()
+            raise
     return grades
 
 

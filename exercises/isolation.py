@@ -2,38 +2,37 @@
 
     report = grade_in_child("softmax_backward", "alice/softmax_backward.py", Limits(timeout=10))
 
-The child is forked from a small server process (`serve`: a fresh interpreter that has imported
-the grader and numpy once and never runs a student's code), so it inherits none of the grading
-process's state and starts in milliseconds, not the 0.4 s of a new interpreter. It puts itself in a
+The child is forked from a small server process (forkserver.serve: a fresh interpreter that has
+imported the grader and numpy once and never runs a student's code), so it inherits none of the
+grading process's state and starts in milliseconds, not the 0.4 s of a new interpreter. It puts itself in a
 process group of its own, limits its address space (RLIMIT_AS), sends what the student's code
-prints to a file, grades, and writes the Report as JSON to a second file that the parent reads
-only after the child has ended. A child that runs past the timeout is killed with its whole
-group; one that crashes, exits, or raises SystemExit or KeyboardInterrupt before writing its
-report, or runs out of memory, gives a failed Report (`Report.stopped` says why) that scores 0.
+prints to a file, and runs the checks in record mode (transcript.py): what the student's code
+returned to each of them goes to a transcript file. The parent decides the verdict by replaying
+the checks on that transcript, with its own inputs and references; nothing the child prints,
+patches, exits with or registers reaches it. Before any of that the parent reads the file's text
+(grader.read_submission): a syntax error, or the library's own op handed in, is decided there.
 
-Not yet guaranteed: the checks run inside the child, next to the student's code, so code that
-patches the grader or numpy there can still forge its own verdict (the next step: the child
-computes only the student's outputs, and the parent decides the verdict).
+A child that runs past the timeout is killed with its whole group; one that crashes, exits, or
+raises SystemExit or KeyboardInterrupt before its transcript is complete, or runs out of memory,
+gives a failed Report (`Report.stopped` says why) that scores 0. In the child the grader's
+references (minigrad.exercises.references) cannot be imported.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import select
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from minigrad.serialization import mapped_bytes
 
 from .catalogue import get_task
-from .grader import CheckResult, Report, where_raised
+from .forkserver import _ABORTED, _SERVERS
+from .grader import Report, read_submission, replay
+from .transcript import Transcript, where_raised
 
 # The defaults, measured on 2 cores: grading every task's reference file (tests/exercises/
 # correct/) takes at most 0.06 s a task, and the slowest --train run 10 s (softmax_backward);
@@ -42,7 +41,6 @@ DEFAULT_TIMEOUT = 60.0  # seconds: 6x the slowest --train run
 DEFAULT_MEMORY_MB = 2048  # beyond the fork's own address space; 9x a whole grading's peak
 OUTPUT_LIMIT = 2000  # characters of the student's output kept in the report
 OUTPUT_FILE_LIMIT = 16 * 2**20  # bytes the child may print before it is stopped (RLIMIT_FSIZE)
-POLL = 0.05  # seconds between the parent's looks at which of a child's reports are written
 
 
 @dataclass(frozen=True)
@@ -61,33 +59,15 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
-def parse_memory(text: str) -> int:
-    """`--memory`: MiB, as a number (2048) or with a unit (512M, 2G)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([MmGg]?)[iI]?[Bb]?\s*", text)
-    if m is None or float(m.group(1)) <= 0:
-        raise ValueError(f"--memory {text!r}: give MiB (2048) or a size with a unit (512M, 2G)")
-    return int(float(m.group(1)) * (1024 if m.group(2).lower() == "g" else 1))
-
-
-def parse_timeout(text: str) -> float:
-    """`--timeout`: seconds, more than 0."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not seconds > 0:
-        raise ValueError(f"--timeout {text!r}: give the seconds a file may run, e.g. 60")
-    return seconds
-
-
 # ----------------------------------------------------------------------------- the child
 
 
 def _child(jobs: list[dict], memory: int) -> None:
     """Runs in the child: limits, then for each job (task, path, train, report_path, output_path)
-    in turn, the student's output to the job's file, grade, the report as JSON. The jobs are
-    one student's files; a job's report exists only once complete (a rename), so the parent
-    knows which job a child that ended early was running."""
+    in turn, the student's output to the job's file, the checks recorded (the transcript next to
+    the report), the outcome as JSON. The jobs are one student's files; a job's report exists
+    only once complete (a rename), so the parent knows which job a child that ended early was
+    running."""
     os.setpgid(0, 0)  # a group of its own: the parent kills whatever the student starts, too
     signal.signal(signal.SIGINT, signal.default_int_handler)  # (the server ignores Ctrl-C)
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -101,8 +81,9 @@ def _child(jobs: list[dict], memory: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_LIMIT, OUTPUT_FILE_LIMIT))
     sys.stdin = open(os.devnull)
-    from .grader import grade
+    from . import grader
 
+    _seal_references()
     for job in jobs:
         fd = os.open(job["output_path"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(fd, 1)
@@ -112,7 +93,9 @@ def _child(jobs: list[dict], memory: int) -> None:
         result: dict = {}
         out_of_memory = False
         try:
-            result = {"report": asdict(grade(job["task"], job["path"], train=job["train"]))}
+            recorded = grader.record(job["task"], job["path"], train=job["train"])
+            recorded.save(job["report_path"] + ".transcript")
+            result = {"recorded": True}
         except MemoryError:
             out_of_memory = True  # (the traceback, and the memory it holds, go with this block)
         except BaseException as e:  # SystemExit, KeyboardInterrupt: the code ended the run
@@ -128,102 +111,18 @@ def _child(jobs: list[dict], memory: int) -> None:
     os._exit(0)  # no atexit handler or finalizer of the student's runs after the reports
 
 
-# ----------------------------------------------------------------------------- the server
+def _seal_references() -> None:
+    """In the child, before a student's code runs: the grader's references cannot be imported
+    (the checks keep the functions they already hold)."""
+    from . import references  # noqa: F401  (loaded, so the checks' own names are bound)
 
-
-def serve() -> None:
-    """The fork server: for each request line (JSON: the arguments of _child) fork a child,
-    answer {"pid"}, wait for it, answer {"exitcode"} (negative: the signal that ended it)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    import gc
-
-    import numpy.ma  # noqa: F401  (what the checks import late, imported once here)
-
-    gc.freeze()  # the children's collector leaves the server's objects (and their pages) alone
-    requests, answers = sys.stdin.buffer, sys.stdout.fileno()
-    for line in requests:
-        request = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                _child(**request)
-            finally:
-                os._exit(70)  # _child ends in os._exit(0): here only if it could not start
-        os.write(answers, (json.dumps({"pid": pid}) + "\n").encode())
-        _, status = os.waitpid(pid, 0)
-        os.write(answers, (json.dumps({"exitcode": os.waitstatus_to_exitcode(status)}) + "\n").encode())
-
-
-class _Server:
-    """The parent's handle on its fork server, started on first use and again if it dies."""
-
-    def __init__(self) -> None:
-        self.proc: subprocess.Popen | None = None
-        self.lock = threading.Lock()
-
-    def start(self) -> subprocess.Popen:
-        if self.proc is None or self.proc.poll() is not None:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-c", "from minigrad.exercises.isolation import serve; serve()"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)  # select sees every line
-        return self.proc
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-
-    def run(self, request: dict, timeout: float) -> tuple[int | None, bool]:
-        """(exit code or None if unknown, timed out) of one child running the request's jobs:
-        each job has `timeout` seconds from the end of the one before (its report appearing);
-        the child's group is killed at the end."""
-        reports = [job["report_path"] for job in request["jobs"]]
-        with self.lock:
-            proc = self.start()
-            pid = None
-            try:
-                proc.stdin.write((json.dumps(request) + "\n").encode())
-                proc.stdin.flush()
-                pid = json.loads(proc.stdout.readline())["pid"]
-                done, deadline, timed_out = 0, time.monotonic() + timeout, False
-                while True:
-                    ready, _, _ = select.select([proc.stdout], [], [], POLL)
-                    if ready:
-                        break
-                    finished = sum(map(os.path.exists, reports))
-                    if finished > done:  # the next job's time starts now
-                        done, deadline = finished, time.monotonic() + timeout
-                    elif time.monotonic() > deadline:
-                        timed_out = True
-                        _kill_group(pid)
-                        break
-                answer = proc.stdout.readline()
-                _kill_group(pid)  # whatever the student's code left running
-                return json.loads(answer)["exitcode"], timed_out
-            except BaseException as e:  # Ctrl-C, or the server died (the student's code killed it)
-                if pid is not None:
-                    _kill_group(pid)
-                self.stop()
-                if isinstance(e, (OSError, ValueError, KeyError, TypeError)):
-                    return None, False
-                raise
-
-
-_SERVER = _Server()
+    sys.modules["minigrad.exercises.references"] = None  # type: ignore[assignment]  (import fails)
+    package = sys.modules["minigrad.exercises"]
+    if "references" in vars(package):
+        delattr(package, "references")
 
 
 # ----------------------------------------------------------------------------- the parent
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):  # no group (yet, or any more)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def _read_output(path: str) -> str:
@@ -244,17 +143,6 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
-
-
-def _report_from(data: dict, task: str, source: str) -> Report:
-    """The child's Report, rebuilt; a malformed one raises (KeyError, TypeError, ValueError)."""
-    d = dict(data)
-    checks = [CheckResult(**c) for c in d.pop("checks")]
-    report = Report(**d, checks=checks)
-    if report.task != task or not all(isinstance(c.passed, bool) for c in checks):
-        raise ValueError("not this task's report")
-    report.source, report.stopped = source, ""
-    return report
 
 
 def _why(exitcode: int | None, timed_out: bool, result: dict | None, limits: Limits) -> str:
@@ -290,34 +178,76 @@ def grade_files_in_child(files: list[tuple[str, str]], train: bool = False,
                          limits: Limits | None = None) -> list[Report]:
     """One student's files [(task, path)] graded in a child process of their own, one after the
     other, each within `limits.timeout` (the memory limit is the child's): a report per file, in
-    order. A file whose run ends the child (a timeout, a crash, an exit, out of memory) gets a
-    failed Report saying why, and the files after it go on in a new child. One child per
-    student, not per file: a fork costs a grading several times its own time (measured on 2
-    cores: 4.5 ms a file in a child of its own, against 1.7 ms warm), and one student's files
-    can harm only that student's grades."""
+    order, decided here (verdicts) on what the child recorded (record_files_in_child)."""
+    return verdicts(record_files_in_child(files, train, limits), train)
+
+
+@dataclass
+class Recorded:
+    """One file's run in a child: the transcript of its checks and what it printed, or, when it
+    has none, its Report already (decided from its text, or stopped)."""
+
+    task: str
+    path: str
+    output: str = ""
+    transcript: Transcript | None = None
+    report: Report | None = None
+
+
+def record_files_in_child(files: list[tuple[str, str]], train: bool = False,
+                          limits: Limits | None = None) -> list[Recorded]:
+    """The child's half of grade_files_in_child. A file whose run ends the child (a timeout, a
+    crash, an exit, out of memory) gets a failed Report saying why, and the files after it go on
+    in a new child. One child per student, not per file: a fork costs a grading several times
+    its own time (measured on 2 cores: 4.5 ms a file in a child of its own, against 1.7 ms warm),
+    and one student's files can harm only that student's grades."""
     limits = limits or DEFAULT_LIMITS
     if os.name != "posix":
         raise ValueError("grading in a child process needs fork and resource limits (Linux, macOS): on "
                          "this system grade in the notebook with minigrad.exercises.check, without limits")
     files = [(get_task(task).name, path) for task, path in files]
-    reports: list[Report] = []
+    # The files decided from their text alone (a syntax error, the library's op) never run.
+    done = [Recorded(task, path, report=read_submission(get_task(task), path)) for task, path in files]
+    pending = [i for i, r in enumerate(done) if r.report is None]
     with tempfile.TemporaryDirectory(prefix="minigrad-grade-") as tmp:
-        while len(reports) < len(files):
-            first = len(reports)
-            jobs = [{"task": task, "path": os.path.abspath(path), "train": train,
+        while pending and not _ABORTED.is_set():
+            jobs = [{"task": files[i][0], "path": os.path.abspath(files[i][1]), "train": train,
                      "report_path": os.path.join(tmp, f"report-{i}.json"),
-                     "output_path": os.path.join(tmp, f"output-{i}.txt")}
-                    for i, (task, path) in enumerate(files[first:], start=first)]
-            exitcode, timed_out = _SERVER.run({"jobs": jobs, "memory": limits.memory_mb * 2**20},
-                                              limits.timeout)
-            for job, (task, path) in zip(jobs, files[first:]):
+                     "output_path": os.path.join(tmp, f"output-{i}.txt")} for i in pending]
+            request = {"jobs": jobs, "memory": limits.memory_mb * 2**20}
+            with _SERVERS.server() as server:
+                exitcode, timed_out = server.run(request, limits.timeout)
+            ran = 0
+            for job, i in zip(jobs, pending):
+                task, path = files[i]
                 result = _read_report(job["report_path"])
                 output = _read_output(job["output_path"])
+                ran += 1
                 if result is None:  # the job the child was running when it ended
                     why = _why(exitcode, timed_out, None, limits)
-                    reports.append(Report(task, path, stopped=why, output=output))
+                    done[i] = Recorded(task, path, output, report=Report(task, path, stopped=why))
                     break
-                reports.append(_report_of(result, task, path, output, limits))
+                done[i] = _recorded(result, job, task, path, output, limits)
+            pending = pending[ran:]
+    for i in pending:  # (grading was interrupted)
+        done[i] = Recorded(*files[i], report=Report(*files[i], stopped="grading was interrupted"))
+    return done
+
+
+def verdicts(recorded: list[Recorded], train: bool = False) -> list[Report]:
+    """The grading process's half: each file's checks replayed on its transcript (the student's
+    code does not run here), or the Report it already has; the student's output attached."""
+    reports = []
+    for r in recorded:
+        report = r.report
+        if report is None:
+            try:
+                report = replay(r.task, r.path, r.transcript, train)
+            except Exception as e:  # the transcript's first entry (the import) is not what it should be
+                report = Report(r.task, r.path, stopped=f"the grading process wrote a transcript the checks "
+                                                        f"could not read ({type(e).__name__})")
+        report.output = r.output
+        reports.append(report)
     return reports
 
 
@@ -330,13 +260,13 @@ def _read_report(path: str) -> dict | None:
     return result if isinstance(result, dict) else None
 
 
-def _report_of(result: dict, task: str, path: str, output: str, limits: Limits) -> Report:
-    """The Report of one job's complete result: the child's report, or why it has none."""
-    if "report" in result:
-        try:
-            report = _report_from(result["report"], task, path)
-            report.output = output
-            return report
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return Report(task, path, stopped="the grading process wrote a damaged report", output=output)
-    return Report(task, path, stopped=_why(0, False, result, limits), output=output)
+def _recorded(result: dict, job: dict, task: str, path: str, output: str, limits: Limits) -> Recorded:
+    """One job's complete result: its transcript, or why there is none."""
+    if result.get("recorded") is not True:
+        return Recorded(task, path, output, report=Report(task, path, stopped=_why(0, False, result, limits)))
+    try:
+        transcript = Transcript.load(job["report_path"] + ".transcript", path)
+    except Exception:  # (a damaged zip, a damaged JSON head, a foreign dtype: any of numpy's errors)
+        return Recorded(task, path, output,
+                        report=Report(task, path, stopped="the grading process wrote a damaged transcript"))
+    return Recorded(task, path, output, transcript)

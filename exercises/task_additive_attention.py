@@ -11,8 +11,9 @@ from minigrad.tensor import Tensor
 from . import references
 from .catalogue import Task
 from .diagnose import close
-from .grader import Check, Fail
+from .grader import Check
 from .gradients import Case, forward_detail, gradient_checks
+from .transcript import Fail, run_student
 
 NAMES = ("query", "keys", "values", "w_q", "w_k", "v")
 RTOL = 1e-9  # float64 throughout: a right forward agrees to about 1e-15
@@ -93,12 +94,17 @@ def checks(sub: Any) -> list[Check]:
         return {n: rng.normal(0, 1, s) for n, s in shapes.items()}
 
     def run(x: dict, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        m = None if mask is None else Tensor(mask)
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a softmax of yours
-            out = sub.additive_attention(*(Tensor(x[n]) for n in NAMES), mask=m)
-        if not (isinstance(out, tuple) and len(out) == 2 and all(isinstance(t, Tensor) for t in out)):
-            raise Fail("additive_attention should return (context, weights), two Tensors")
-        return out[0].data, out[1].data
+        """The student's (context, weights) on these arrays, as arrays (in the student's process)."""
+        def forward() -> tuple[np.ndarray, np.ndarray]:
+            m = None if mask is None else Tensor(mask)
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a softmax of yours
+                out = sub.additive_attention(*(Tensor(x[n]) for n in NAMES), mask=m)
+            if not (isinstance(out, tuple) and len(out) == 2 and all(isinstance(t, Tensor) for t in out)):
+                raise Fail("additive_attention should return (context, weights), two Tensors")
+            return out[0].data, out[1].data
+
+        context, weights = run_student("forward", forward)
+        return context, weights
 
     def against_reference(x: dict, mask: np.ndarray | None, what: str) -> None:
         context, weights = run(x, mask)
@@ -177,5 +183,9 @@ def checks(sub: Any) -> list[Check]:
             *gradient_checks(context, ref_context, worked, cases)]
 
 
+# minigrad's own additive attention, and the masked softmax it normalises the scores with (the
+# stub's masked_fill and softmax(dim=-1) are the pieces to write it from).
+LIBRARY = ("AdditiveAttention", "masked_softmax")
+
 TASK = Task("additive_attention", "Bahdanau's additive score for the RNN decoder",
-            ("additive_attention",), checks)
+            ("additive_attention",), checks, library=LIBRARY)

@@ -13,9 +13,10 @@ from minigrad.tensor import Tensor
 from . import references
 from .catalogue import Task
 from .diagnose import Mistake
-from .grader import Check, Fail
-from .gradients import Case, forward_detail, gradient_checks
+from .grader import Check
+from .gradients import Case, forward_detail, gradient_checks, student_output
 from .training import attention_from, train_check
+from .transcript import Fail
 
 
 def _T(x: np.ndarray) -> np.ndarray:
@@ -106,10 +107,9 @@ def checks(sub: Any) -> list[Check]:
 
     def forward() -> str:
         for case in cases():
-            t = [Tensor(x) for x in case.inputs.values()]
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                got = student(*t, **case.options).data
-            want = references.attention(*t, **case.options).data
+                got = student_output(student, case)
+            want = references.attention(*[Tensor(x) for x in case.inputs.values()], **case.options).data
             if got.shape != want.shape or not np.allclose(got, want, rtol=1e-9, atol=1e-12):
                 finite = bool(np.all(np.isfinite(got)))
                 raise Fail(f"on {case.describe()} the output differs from the reference"
@@ -134,5 +134,12 @@ def train(sub: Any) -> Check:
     return train_check(attention_from(lambda q, k, v, allowed: sub.Attention.apply(q, k, v, mask=allowed)))
 
 
+# minigrad's own attention backward: the fused kernel (nn.fused_attention: Attention, its
+# attention_backward and _backward_rows), the tiled and packed kernels and their backwards, and the
+# functions that reach them or compute attention with Tensor ops (nn.functional_attention). Not
+# attention_forward: the stub gives the forward.
 TASK = Task("attention_backward", "dQ, dK, dV through the softmax: the heart of the course",
-            ("Attention",), checks, train)
+            ("Attention",), checks, train,
+            library=("Attention", "attention_backward", "_backward_rows", "TiledAttention", "tiled_backward",
+                     "PackedAttention", "packed_backward", "scaled_dot_product_attention", "tiled_attention",
+                     "packed_self_attention", "attention_reference"))

@@ -12,9 +12,10 @@ from minigrad.tensor import Tensor
 from . import references
 from .catalogue import Task
 from .diagnose import close
-from .grader import Check, Fail
+from .grader import Check
 from .gradients import Case, forward_detail, gradient_checks
 from .training import attention_from, train_check
+from .transcript import Fail, run_student
 
 RTOL = 1e-9  # float64 throughout: a right forward agrees to about 1e-15
 
@@ -96,11 +97,15 @@ def checks(sub: Any) -> list[Check]:
         return np.concatenate([x, more.normal(0, 1, x.shape[:-1] + (n,))], axis=-1)
 
     def run(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a softmax of yours
-            out = sub.attention(Tensor(q), Tensor(k), Tensor(v), _t(mask))
-        if not isinstance(out, Tensor):
-            raise Fail(f"attention returned a {type(out).__name__}, not a Tensor")
-        return out.data
+        """The student's attention on these arrays: its output's array (in the student's process)."""
+        def forward() -> np.ndarray:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a softmax of yours
+                out = sub.attention(Tensor(q), Tensor(k), Tensor(v), _t(mask))
+            if not isinstance(out, Tensor):
+                raise Fail(f"attention returned a {type(out).__name__}, not a Tensor")
+            return out.data
+
+        return run_student("forward", forward)
 
     def reference(q, k, v, mask=None) -> np.ndarray:
         return references.attention(Tensor(q), Tensor(k), Tensor(v), mask).data
@@ -212,5 +217,11 @@ def train(sub: Any) -> Check:
     return train_check(attention_from(lambda q, k, v, allowed: sub.attention(q, k, v, _t(allowed))))
 
 
+# minigrad's own attention, whole or in kernels (the stub's x.softmax and masked_fill are the
+# pieces to write it from), and its masked softmax.
+LIBRARY = ("scaled_dot_product_attention", "attention_reference", "tiled_attention", "packed_self_attention",
+           "Attention", "TiledAttention", "PackedAttention", "attention_forward", "tiled_forward",
+           "packed_forward", "MultiheadAttention", "masked_softmax")
+
 TASK = Task("attention_forward", "scaled dot-product attention, masked before the softmax",
-            ("attention",), checks, train)
+            ("attention",), checks, train, library=LIBRARY)

@@ -12,8 +12,9 @@ from minigrad.tensor import Tensor
 from . import references
 from .catalogue import Task
 from .diagnose import Mistake, close, match
-from .grader import Check, Fail
+from .grader import Check
 from .gradients import Case, backward_of, forward_detail, gradient_checks, upstream
+from .transcript import Fail, run_student
 
 # x (N, C, H, W), w (O, C, kH, kW), stride, padding: stride 1 and 2, padding 0 and 1, a batch,
 # several channels, non-square kernels, strides that leave rows unread, a 1 x 1 output.
@@ -129,20 +130,18 @@ def checks(sub: Any) -> list[Check]:
         forward_cases = [*small_cases(), worked, *all_cases]
         for case in forward_cases:
             x, w, b = case.inputs.values()
-            got = student(Tensor(x), Tensor(w), Tensor(b), **case.options)
-            if not isinstance(got, Tensor):
-                raise Fail(f"Conv2d.apply returned a {type(got).__name__}, not a Tensor")
+            got = run_student("forward", lambda case=case: _output(student, case))
             want = references.conv2d(Tensor(x), Tensor(w), Tensor(b), **case.options).data
             if got.shape != want.shape:
                 raise Fail(f"on {case.describe()}: output of shape {got.shape}, expected {want.shape} "
                            "(N, O, Ho, Wo), Ho = (H + 2 padding - kH) // stride + 1",
-                           forward_detail(case.describe(), case.inputs, got.data, want))
-            if not close(got.data, want, rtol=1e-9):
+                           forward_detail(case.describe(), case.inputs, got, want))
+            if not close(got, want, rtol=1e-9):
                 flipped = references.conv2d(Tensor(x), Tensor(w[:, :, ::-1, ::-1].copy()), Tensor(b),
                                             **case.options).data
                 raise Fail(f"on {case.describe()}: the output differs from the reference",
-                           forward_detail(case.describe(), case.inputs, got.data, want),
-                           ["kernel_flipped"] if close(got.data, flipped, rtol=1e-9) else [])
+                           forward_detail(case.describe(), case.inputs, got, want),
+                           ["kernel_flipped"] if close(got, flipped, rtol=1e-9) else [])
         return f"{len(forward_cases)} cases: stride 1 and 2, padding 0 and 1, non-square kernels"
 
     def shapes() -> str:
@@ -151,7 +150,8 @@ def checks(sub: Any) -> list[Check]:
         for case in [worked, *all_cases]:
             out = references.conv2d(*(Tensor(v) for v in case.inputs.values()), **case.options).data
             g = upstream(out.shape)
-            got = backward_of(student, case, g, sub.Conv2d).grads
+            got = run_student("backward",
+                              lambda case=case, g=g: backward_of(student, case, g, sub.Conv2d).grads)
             wrong = [n for n, v in case.inputs.items() if got[n] is not None and got[n].shape != v.shape]
             if wrong:
                 ref = backward_of(references.conv2d, case, g).grads
@@ -168,5 +168,16 @@ def checks(sub: Any) -> list[Check]:
                              must_reduce=True)]
 
 
+def _output(student: Any, case: Case) -> np.ndarray:
+    """The student's forward on copies of the case's inputs (run in the student's process): its
+    output's array."""
+    got = student(*(Tensor(v.copy()) for v in case.inputs.values()), **case.options)
+    if not isinstance(got, Tensor):
+        raise Fail(f"Conv2d.apply returned a {type(got).__name__}, not a Tensor")
+    return got.data
+
+
+# minigrad's own convolution: the functional and the Module (nn.conv), and the kernel (nn.conv_kernels,
+# imported in nn.conv as _Conv2dKernel) with its dx (input_grad). Not im2col: the stub gives it.
 TASK = Task("conv2d_backward", "2-D convolution: forward, and dx by col2im, dw and db summed", ("Conv2d",),
-            checks)
+            checks, library=("conv2d", "Conv2d", "_Conv2dKernel", "_conv", "input_grad"))

@@ -12,8 +12,9 @@ from minigrad.tensor import Tensor
 
 from .catalogue import Task
 from .diagnose import Mistake, close
-from .grader import Check, Fail
+from .grader import Check
 from .gradients import Case, backward_of, forward_detail, gradient_checks
+from .transcript import Fail, run_student
 
 D_MODEL, NHEAD, FF = 4, 2, 6
 
@@ -48,10 +49,18 @@ def codes_for(got: np.ndarray, ref: nn.TransformerEncoderLayer, x: Tensor, mask:
         return [c for c, p in mistakes_of(ref, x, mask) if close(got, p.data)][:1]
 
 
+def reference_of(state: dict[str, np.ndarray], seed: int) -> nn.TransformerEncoderLayer:
+    """The library's layer (float64, dropout off) with the weights of the student's layer."""
+    mg.manual_seed(seed)  # (its own draws are all overwritten: a strict load sets every one)
+    ref = nn.TransformerEncoderLayer(D_MODEL, NHEAD, FF, dropout=0.0).double()
+    ref.load_state_dict(state)
+    return ref
+
+
 def checks(sub: Any) -> list[Check]:
-    def pair(seed: int) -> tuple[Any, nn.TransformerEncoderLayer]:
-        """The student's layer and the library's with the same float64 weights, dropout off. The
-        norms get random weights and biases, so that one norm used for the other shows."""
+    def layer_of(seed: int) -> Any:
+        """The student's layer in float64, its norms given random weights and biases, so that one
+        norm used for the other shows (inside run_student() only: the same layer for a seed)."""
         mg.manual_seed(seed)
         mine = sub.EncoderLayer(D_MODEL, NHEAD, FF).double()
         state = mine.state_dict()
@@ -61,72 +70,96 @@ def checks(sub: Any) -> list[Check]:
                 centre = 1.0 if name.endswith("weight") else 0.0
                 state[name] = norms.normal(centre, 0.5, np.shape(state[name]))
         mine.load_state_dict(state)
-        ref = nn.TransformerEncoderLayer(D_MODEL, NHEAD, FF, dropout=0.0).double()
-        ref.load_state_dict(mine.state_dict())
-        return mine, ref
+        return mine
+
+    def state_of(mine: Any) -> dict[str, np.ndarray]:
+        return {str(k): np.asarray(v) for k, v in mine.state_dict().items()}
+
+    def output(out: Any) -> np.ndarray | None:
+        return np.asarray(out.data) if isinstance(out, Tensor) else None
 
     rng = np.random.default_rng(13)
 
+    def forward_of(x: np.ndarray, mask: np.ndarray | None) -> dict:
+        mine = layer_of(0)
+        state = state_of(mine)
+        out = mine(Tensor(x.copy()), mask=None if mask is None else Tensor(mask))
+        return {"state": state, "out": output(out)}
+
     def forward() -> str:
-        mine, ref = pair(0)
         for mask in (None, np.tri(3, dtype=bool)):
-            x = Tensor(rng.normal(0, 1, (1, 3, D_MODEL)))
-            m = None if mask is None else Tensor(mask)
-            got = mine(x, mask=m)
-            want = ref(x, attend_mask=m)
-            if not isinstance(got, Tensor) or got.shape != want.shape:
+            x = rng.normal(0, 1, (1, 3, D_MODEL))
+            r = run_student("forward", lambda x=x, mask=mask: forward_of(x, mask))
+            ref, m = reference_of(r["state"], 0), None if mask is None else Tensor(mask)
+            got, want = r["out"], ref(Tensor(x), attend_mask=m)
+            if got is None or got.shape != want.shape:
                 raise Fail(f"the output should be a Tensor of shape {want.shape}")
-            if not close(got.data, want.data):
+            if not close(got, want.data):
                 label = "causal mask" if mask is not None else "no mask"
                 raise Fail(f"{label}: the output differs from nn.TransformerEncoderLayer's (post-norm) with "
-                           "the same weights", diagnosis=codes_for(got.data, ref, x, m),
-                           detail=forward_detail(f"x (1, 3, {D_MODEL}), {label}", {"x": x.data}, got.data,
-                                                 want.data))
+                           "the same weights", diagnosis=codes_for(got, ref, Tensor(x), m),
+                           detail=forward_detail(f"x (1, 3, {D_MODEL}), {label}", {"x": x}, got, want.data))
         return "with and without a causal mask"
 
+    def permuted(x: np.ndarray, perm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mine = layer_of(1)
+        return np.asarray(mine(Tensor(x[:, perm])).data), np.asarray(mine(Tensor(x.copy())).data)
+
     def equivariance() -> None:
-        mine, _ = pair(1)
         x = rng.normal(0, 1, (1, 5, D_MODEL))
         perm = np.random.default_rng(0).permutation(5)
-        if not np.allclose(mine(Tensor(x[:, perm])).data, mine(Tensor(x)).data[:, perm]):
+        of_permuted, of_x = run_student("forward", lambda: permuted(x, perm))
+        if not np.allclose(of_permuted, of_x[:, perm]):
             raise Fail("without positions, reordering the tokens should only reorder the outputs")
 
+    def grads_of(x: np.ndarray, g: np.ndarray) -> dict:
+        mine = layer_of(2)
+        state = state_of(mine)
+        out = mine(Tensor(x.copy()))
+        data = output(out)
+        out.backward(g.copy())
+        grads = {str(n): None if p.grad is None else np.asarray(p.grad) for n, p in mine.named_parameters()}
+        return {"state": state, "out": data, "grads": grads}
+
     def parameter_grads() -> str:
-        mine, ref = pair(2)
-        x = Tensor(rng.normal(0, 1, (2, 3, D_MODEL)))
-        g = rng.normal(0, 1, (2, 3, D_MODEL))
-        mine(x).backward(g)
-        ref(x).backward(g)
+        x, g = rng.normal(0, 1, (2, 3, D_MODEL)), rng.normal(0, 1, (2, 3, D_MODEL))
+        r = run_student("backward", lambda: grads_of(x, g))
+        ref = reference_of(r["state"], 2)
+        ref(Tensor(x)).backward(g)
         theirs = dict(ref.named_parameters())
-        unused = [name for name, p in mine.named_parameters() if p.grad is None]
+        unused = [name for name, grad in r["grads"].items() if grad is None]
         if unused:
             them = "it" if len(unused) == 1 else "them"
             raise Fail(f"no gradient reaches {', '.join(unused)}: nothing in the forward uses {them}",
-                       diagnosis=codes_for(mine(x).data, ref, x, None))
-        for name, p in mine.named_parameters():
-            if not close(p.grad, theirs[name].grad):
+                       diagnosis=codes_for(r["out"], ref, Tensor(x), None))
+        for name, grad in r["grads"].items():
+            if not close(grad, theirs[name].grad):
                 raise Fail(f"the gradient of {name} differs from the reference's",
-                           diagnosis=codes_for(mine(x).data, ref, x, None))
+                           diagnosis=codes_for(r["out"], ref, Tensor(x), None))
         return f"{len(theirs)} parameters"
 
-    layer = {}
+    # The gradient checks: the student's layer of seed 3 (built again in each call, in the
+    # student's process) against the library's with its weights (kept here, as plain data).
+    layer: dict[str, nn.TransformerEncoderLayer] = {}
 
-    def student(x: Tensor, mask: Any = None) -> Tensor:
-        if "mine" not in layer:
-            layer["mine"], layer["ref"] = pair(3)
-        return layer["mine"](x, mask=mask)
+    def student(x: Tensor, mask: Any = None) -> Tensor:  # (inside run_student() only)
+        return layer_of(3)(x, mask=mask)
+
+    def ref_layer() -> nn.TransformerEncoderLayer:
+        if "ref" not in layer:
+            layer["ref"] = reference_of(run_student("state_dict", lambda: state_of(layer_of(3))), 3)
+        return layer["ref"]
 
     def reference(x: Tensor, mask: Any = None) -> Tensor:
-        student(x)  # builds the pair once
-        return layer["ref"](x, attend_mask=mask)
+        return ref_layer()(x, attend_mask=mask)
 
     def mistakes(case: Case, g: np.ndarray, ref_grads: dict) -> list[Mistake]:
         """The x-gradients of the layer mistakes, through the reference layer's own parts."""
         mask = case.options.get("mask")
         out = []
-        for i, (code, _) in enumerate(mistakes_of(layer["ref"], Tensor(case.inputs["x"]), mask)):
+        for i, (code, _) in enumerate(mistakes_of(ref_layer(), Tensor(case.inputs["x"]), mask)):
             def variant(x: Tensor, mask: Any = None, _i: int = i) -> Tensor:
-                return mistakes_of(layer["ref"], x, mask)[_i][1]
+                return mistakes_of(ref_layer(), x, mask)[_i][1]
             out.append(Mistake(code, backward_of(variant, case, g).grads))
         return out
 
@@ -140,4 +173,5 @@ def checks(sub: Any) -> list[Check]:
 
 
 TASK = Task("encoder_layer", "the post-norm encoder layer, composed from the pieces",
-            ("EncoderLayer",), checks)
+            ("EncoderLayer",), checks,
+            library=("TransformerEncoderLayer", "TransformerEncoder", "_Block"))

@@ -12,9 +12,10 @@ from minigrad.tensor import Tensor
 from . import references
 from .catalogue import Task
 from .diagnose import Mistake
-from .grader import Check, Fail
-from .gradients import Case, forward_detail, gradient_checks, random_shapes
+from .grader import Check
+from .gradients import Case, forward_detail, gradient_checks, random_shapes, student_output
 from .training import train_check
+from .transcript import Fail
 
 
 def _parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -53,22 +54,19 @@ def checks(sub: Any) -> list[Check]:
 
     def forward() -> str:
         for case in [worked, *cases()]:
-            t = [Tensor(v) for v in case.inputs.values()]
-            got, want = student(*t).data, references.layer_norm(*t).data
+            got = student_output(student, case)
+            want = references.layer_norm(*[Tensor(v) for v in case.inputs.values()]).data
             if got.shape != want.shape or not np.allclose(got, want, rtol=1e-8, atol=1e-10):
                 raise Fail(f"on {case.describe()} the forward differs from the reference (it is given)",
                            detail=forward_detail(case.describe(), case.inputs, got, want))
-        x = Tensor(np.full((2, 3), 7.0))
-        y = student(x, Tensor(np.ones(3)), Tensor(np.zeros(3))).data
-        if not np.all(np.isfinite(y)):
+        constant = Case({"x": np.full((2, 3), 7.0), "w": np.ones(3), "b": np.zeros(3)})
+        if not np.all(np.isfinite(student_output(student, constant))):
             raise Fail("a constant row gives inf or nan")
         return "fixed cases and a constant row"
 
     return [("forward matches the reference", forward),
             *gradient_checks(student, references.layer_norm, worked, cases(), sub.LayerNorm, mistakes,
                              must_reduce=True)]
-
-
 
 
 def train(sub: Any) -> Check:
@@ -85,4 +83,8 @@ def train(sub: Any) -> Check:
     return train_check({"layer_norm": layer_norm})
 
 
-TASK = Task("layer_norm_backward", "the three-term backward of layer norm", ("LayerNorm",), checks, train)
+# minigrad's own layer norm: the functional, the Module and the fused kernel (nn.kernels) with
+# the helpers that normalize its rows and give their gradient.
+TASK = Task("layer_norm_backward", "the three-term backward of layer norm", ("LayerNorm",), checks, train,
+            library=("layer_norm", "LayerNorm", "_normalize_rows", "_normalize_rows_scaled",
+                     "_normalize_rows_grad"))

@@ -14,8 +14,9 @@ from minigrad.tensor import Tensor
 from . import references
 from .catalogue import Task
 from .diagnose import Mistake, close
-from .grader import Check, Fail
+from .grader import Check
 from .gradients import Case, agreeing, forward_detail, gradient_checks
+from .transcript import Fail, run_student
 
 # The statistics are taken on a wide layer (16,384 draws for the bias, a million for the weight),
 # so the tolerances below sit many standard errors away from what a right draw gives.
@@ -51,48 +52,70 @@ def mistakes(case: Case, g: np.ndarray, ref: dict) -> list[Mistake]:
     return [Mistake("linear_weight_layout", {"x": g @ w.T, "weight": xs.T @ gs}, note="those of y = x W + b")]
 
 
+def describe(p: Any) -> dict:
+    """What the checks read of a parameter (in the student's process): its type and shape."""
+    shape = getattr(p, "shape", None)
+    return {"type": type(p).__name__, "parameter": isinstance(p, Parameter),
+            "shape": tuple(int(n) for n in shape) if isinstance(shape, tuple) else None}
+
+
 def checks(sub: Any) -> list[Check]:
-    def build(*args: Any, **kwargs: Any) -> Any:
+    def build(*args: Any, **kwargs: Any) -> Any:  # (inside run_student() only)
         return sub.Linear(*args, **kwargs)
 
     def parameters() -> None:
-        layer = build(3, 4)
-        named = dict(layer.named_parameters())
+        named = run_student("parameters", lambda: {str(n): describe(p)
+                                                   for n, p in build(3, 4).named_parameters()})
         if set(named) != {"weight", "bias"}:
             missing = ["linear_bias_missing"] if set(named) == {"weight"} else []
             raise Fail(f"parameters() finds {sorted(named)}, expected weight and bias (assign Parameters "
                        "to self.weight and self.bias)", diagnosis=missing)
         for name, shape in (("weight", (4, 3)), ("bias", (4,))):
-            if not isinstance(named[name], Parameter) or named[name].shape != shape:
-                layout = ["linear_weight_layout"] if name == "weight" and named[name].shape == (3, 4) else []
-                raise Fail(f"{name}: expected a Parameter of shape {shape}, got {type(named[name]).__name__} "
-                           f"{getattr(named[name], 'shape', '')}", diagnosis=layout)
-        no_bias = build(3, 4, bias=False)
-        if no_bias.bias is not None or [n for n, _ in no_bias.named_parameters()] != ["weight"]:
+            p = named[name]
+            if not p["parameter"] or p["shape"] != shape:
+                layout = ["linear_weight_layout"] if name == "weight" and p["shape"] == (3, 4) else []
+                raise Fail(f"{name}: expected a Parameter of shape {shape}, got {p['type']} "
+                           f"{'' if p['shape'] is None else p['shape']}", diagnosis=layout)
+
+        def without_bias() -> tuple[bool, list[str]]:
+            layer = build(3, 4, bias=False)
+            return layer.bias is None, [str(n) for n, _ in layer.named_parameters()]
+
+        bias_is_none, names = run_student("parameters, bias=False", without_bias)
+        if not bias_is_none or names != ["weight"]:
             raise Fail("with bias=False, self.bias should be None and weight the only parameter")
 
-    wide: dict[str, Any] = {}
+    wide: dict[str, Any] = {}  # the wide layer's draws (plain arrays), for the two checks
+
+    def draw_wide() -> dict[str, np.ndarray | None]:
+        mg.manual_seed(0)  # the same numbers every run
+        layer = build(FAN_IN, FAN_OUT)
+        return {name: None if getattr(layer, name, None) is None else np.asarray(getattr(layer, name).data)
+                for name in ("weight", "bias")}
 
     def init_of(name: str) -> Callable[[], str]:
         def check() -> str:
-            if "layer" not in wide:
-                mg.manual_seed(0)  # the same numbers every run
-                wide["layer"] = build(FAN_IN, FAN_OUT)
-            p = getattr(wide["layer"], name, None)
-            if p is None:
+            if "draws" not in wide:
+                wide["draws"] = run_student("init", draw_wide)
+            w = wide["draws"][name]
+            if w is None:
                 raise Fail(f"Linear({FAN_IN}, {FAN_OUT}) has no {name}", diagnosis=["linear_bias_missing"]
                            if name == "bias" else [])
-            fail = uniform_fail(name, p.data, 1 / math.sqrt(FAN_IN))
+            fail = uniform_fail(name, w, 1 / math.sqrt(FAN_IN))
             if fail is not None:
                 raise fail
             return f"Linear({FAN_IN}, {FAN_OUT}): mean 0 and std 1/sqrt(3 in), within +-1/sqrt(in)"
         return check
 
-    def generator() -> str:
+    def three_draws() -> list[np.ndarray]:
         draws = []
         for seed in (123, 123, 124):
             mg.manual_seed(seed)
-            draws.append(build(5, 7).weight.data.copy())
+            draws.append(np.array(build(5, 7).weight.data))
+        return draws
+
+    def generator() -> str:
+        draws = run_student("generator", three_draws)
         if not np.array_equal(draws[0], draws[1]):
             raise Fail("after the same mg.manual_seed the weights differ: draw with mg.rand, not np.random",
                        diagnosis=["linear_init_not_mg_generator"])
@@ -101,28 +124,36 @@ def checks(sub: Any) -> list[Check]:
                        "mg's generator", diagnosis=["linear_init_not_mg_generator"])
         return "the same seed, the same layer; another seed, another layer"
 
+    def forward_of(x: np.ndarray, bias: bool) -> dict:
+        layer = build(3, 4, bias=bias)
+        got = layer(Tensor(x.copy()))
+        w, b = layer.weight, layer.bias
+        return {"weight": np.asarray(w.data), "bias": None if b is None else np.asarray(b.data),
+                "type": type(got).__name__, "out": np.asarray(got.data) if isinstance(got, Tensor) else None}
+
     def forward() -> str:
         rng = np.random.default_rng(7)
         for shape, bias in (((2, 3), True), ((2, 4, 3), True), ((5, 3), False)):
-            layer = build(3, 4, bias=bias)
-            x = Tensor(rng.normal(0, 1, shape))
-            got, w, b = layer(x), layer.weight, layer.bias
+            x = rng.normal(0, 1, shape)
+            r = run_student("forward", lambda x=x, bias=bias: forward_of(x, bias))
+            w, b = Tensor(r["weight"]), None if r["bias"] is None else Tensor(r["bias"])
             if tuple(w.shape) == (3, 4):
                 raise Fail("the weight has shape (in_features, out_features) = (3, 4), where x W^T + b "
                            "reads it as (out_features, in_features)", diagnosis=["linear_weight_layout"])
-            want = references.linear(x, w, b)
-            if not isinstance(got, Tensor):
-                raise Fail(f"on x {shape} forward returned a {type(got).__name__}, not a Tensor")
-            if got.shape != want.shape or not close(got.data, want.data):
-                no_bias = b is not None and close(got.data, references.linear(x, w).data)
-                shown = {"x": x.data, "weight": w.data, **({"bias": b.data} if b is not None else {})}
+            want = references.linear(Tensor(x), w, b)
+            if r["out"] is None:
+                raise Fail(f"on x {shape} forward returned a {r['type']}, not a Tensor")
+            got = r["out"]
+            if got.shape != want.shape or not close(got, want.data):
+                no_bias = b is not None and close(got, references.linear(Tensor(x), w).data)
+                shown = {"x": x, "weight": w.data, **({"bias": b.data} if b is not None else {})}
                 raise Fail(f"on x {shape} (bias={bias}) the output differs from x W^T + b"
                            + (": it is x W^T, without b" if no_bias else ""),
-                           detail=forward_detail(f"Linear(3, 4), x {shape}", shown, got.data, want.data),
+                           detail=forward_detail(f"Linear(3, 4), x {shape}", shown, got, want.data),
                            diagnosis=["linear_bias_missing"] if no_bias else [])
         return "2-D and 3-D inputs, with and without bias"
 
-    def student(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    def student(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:  # (inside run_student() only)
         layer = build(x.shape[-1], weight.shape[0])
         layer.weight, layer.bias = weight, bias  # our leaves, so the gradients reach them
         return layer(x)
@@ -144,4 +175,5 @@ def checks(sub: Any) -> list[Check]:
                     {shapes: ("linear_weight_layout",)})  # its shape passed: it is (out, in)
 
 
-TASK = Task("linear_layer", "Linear as a Module: parameters and their initialisation", ("Linear",), checks)
+TASK = Task("linear_layer", "Linear as a Module: parameters and their initialisation", ("Linear",), checks,
+            library=("Linear", "linear", "kaiming_uniform_"))

@@ -12,8 +12,9 @@ from minigrad.tensor import Tensor
 from . import references
 from .catalogue import Task
 from .diagnose import Mistake
-from .grader import Check, Fail
+from .grader import Check
 from .gradients import Case, broadcast_pairs, forward_detail, gradient_checks
+from .transcript import Fail, run_student
 
 
 def _cases(seed: int, away_from_zero: bool) -> list[Case]:
@@ -63,19 +64,25 @@ def checks(sub: Any) -> list[Check]:
                   label="a (2, 1, 3), b (4, 1)")
 
     def forward() -> None:
-        a, b = Tensor(worked.inputs["a"]), Tensor(worked.inputs["b"])
-        for name, fn, want in (("Mul", mul, a.data * b.data), ("Div", div, a.data / b.data)):
-            got = fn(a, b).data
+        a, b = worked.inputs["a"], worked.inputs["b"]
+        for name, fn, want in (("Mul", mul, a * b), ("Div", div, a / b)):
+            got = run_student("forward", lambda fn=fn: fn(Tensor(a.copy()), Tensor(b.copy())).data)
             if got.shape != want.shape or not np.allclose(got, want):
                 raise Fail(f"{name}: the forward differs from numpy's (it is given: restore it)",
                            detail=forward_detail(f"{name}, {worked.describe()}", worked.inputs, got, want))
+
+    def summed(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
+        out = sub.sum_to_shape(g, shape)
+        return None if out is None else np.asarray(out)
 
     def sums() -> str:
         cases = [((4, 2, 3), (2, 1)), ((2, 3), (3,)), ((3, 3), (3,)), ((2, 3), ()), ((3, 1), (1, 1)),
                  ((2, 2), (2, 2))]
         for big, shape in cases:
             g = np.arange(float(np.prod(big))).reshape(big)
-            got = np.asarray(sub.sum_to_shape(g, shape))
+            got = run_student("sum_to_shape", lambda g=g, shape=shape: summed(g.copy(), shape))
+            if got is None:
+                raise Fail(f"sum_to_shape(grad, {shape}) returned None: it must return the summed array")
             want = unbroadcast(g, shape)
             if got.shape == tuple(shape) and np.allclose(got, want):
                 continue
@@ -101,4 +108,5 @@ def checks(sub: Any) -> list[Check]:
 
 
 TASK = Task("mul_broadcast", "Mul and Div backward: the adjoint of broadcasting is a sum",
-            ("Mul", "Div", "sum_to_shape"), checks)
+            ("Mul", "Div", "sum_to_shape"), checks, library=("Mul", "Div"),
+            library_inside={"sum_to_shape": ("unbroadcast",)})

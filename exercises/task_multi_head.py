@@ -14,8 +14,10 @@ from minigrad.tensor import Tensor
 from . import references
 from .catalogue import Task
 from .diagnose import close
-from .grader import Check, Fail
+from .diagnoses import HINTS
+from .grader import Check
 from .gradients import Case, forward_detail, gradient_checks
+from .transcript import Fail, StudentRaised, raised_here, run_student
 
 # How a split (B, T, C) -> (B, H, T, D) and a merge (B, H, T, D) -> (B, T, C) can be written, by the
 # code of the mistake ("" is right): a reshape alone, or C taken as (D, H) (strided heads).
@@ -75,7 +77,7 @@ def checks(sub: Any) -> list[Check]:
         return [code for code, way in ways.items() if code and close(got, way(*fixed))][:1]
 
     def split() -> None:
-        got = _data(sub.split_heads(Tensor(x), H), "split_heads")
+        got = run_student("split_heads", lambda: _data(sub.split_heads(Tensor(x), H), "split_heads"))
         want = references.split_heads(Tensor(x), H).data
         if got.shape != want.shape:
             raise Fail(f"(B, T, C) = {x.shape} with H = {H} gives {got.shape}, expected (B, H, T, D) = "
@@ -87,7 +89,7 @@ def checks(sub: Any) -> list[Check]:
 
     def merge() -> None:
         heads = rng.normal(0, 1, (B, H, T, D))
-        got = _data(sub.merge_heads(Tensor(heads)), "merge_heads")
+        got = run_student("merge_heads", lambda: _data(sub.merge_heads(Tensor(heads)), "merge_heads"))
         want = references.merge_heads(Tensor(heads)).data
         if got.shape != want.shape:
             raise Fail(f"(B, H, T, D) = {heads.shape} gives {got.shape}, expected (B, T, H*D) = {want.shape}")
@@ -95,22 +97,34 @@ def checks(sub: Any) -> list[Check]:
             raise Fail("position t of the output should be concat(head_1[t], ..., head_H[t])",
                        forward_detail(f"heads (B, H, T, D) = {heads.shape}", {}, got, want),
                        codes_of(got, (heads,), MERGES))
-        back = _data(sub.split_heads(sub.merge_heads(Tensor(heads)), H), "split_heads")
+        back = run_student("split_heads(merge_heads)",
+                           lambda: _data(sub.split_heads(sub.merge_heads(Tensor(heads)), H), "split_heads"))
         if not close(back, heads):
             raise Fail("split_heads(merge_heads(x)) does not give x back")
 
     def run(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-        try:
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a softmax of yours
-                out = sub.multi_head_attention(Tensor(q), Tensor(k), Tensor(v), H,
-                                               None if mask is None else Tensor(mask))
-        except ValueError as e:
-            if _split_with_query_length(e, q, k):
-                raise Fail(f"q {q.shape} and k, v {k.shape}: {e}: k or v is reshaped with the queries' "
-                           f"length Tq = {q.shape[1]}, not its own Tk = {k.shape[1]}",
-                           diagnosis=["kv_split_with_query_length"]) from None
-            raise
-        return _data(out, "multi_head_attention")
+        def attend() -> dict:
+            """The output's array, or a ValueError the student's code raised, as data (its words,
+            and how run_student would report it): whether it is a reshape with the wrong length
+            is decided below, outside the student's process."""
+            try:
+                with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a softmax of yours
+                    out = sub.multi_head_attention(Tensor(q), Tensor(k), Tensor(v), H,
+                                                   None if mask is None else Tensor(mask))
+            except ValueError as e:
+                raised = raised_here(e)
+                return {"value_error": str(e), "message": raised.message, "diagnosis": raised.diagnosis}
+            return {"out": _data(out, "multi_head_attention")}
+
+        got = run_student("multi_head_attention", attend)
+        if "out" in got:
+            return got["out"]
+        error = str(got.get("value_error"))
+        if _split_with_query_length(ValueError(error), q, k):
+            raise Fail(f"q {q.shape} and k, v {k.shape}: {error}: k or v is reshaped with the queries' "
+                       f"length Tq = {q.shape[1]}, not its own Tk = {k.shape[1]}",
+                       diagnosis=["kv_split_with_query_length"])
+        raise StudentRaised(str(got.get("message")), [c for c in got.get("diagnosis") or [] if c in HINTS])
 
     def against_reference(q, k, v, mask, what: str) -> None:
         got, want = run(q, k, v, mask), references.multi_head(Tensor(q), Tensor(k), Tensor(v), H, mask).data
@@ -165,5 +179,9 @@ def checks(sub: Any) -> list[Check]:
                              [case(2, 1, 3, 4, 2), case(1, 4, 2, 3, 1)])]
 
 
+# minigrad's own multi-head attention, which splits and merges the heads itself (the stub's
+# F.scaled_dot_product_attention attends within the heads, and is allowed).
+LIBRARY = ("MultiheadAttention", "packed_self_attention", "PackedAttention", "packed_forward")
+
 TASK = Task("multi_head", "head split and merge around the attention",
-            ("split_heads", "merge_heads", "multi_head_attention"), checks)
+            ("split_heads", "merge_heads", "multi_head_attention"), checks, library=LIBRARY)

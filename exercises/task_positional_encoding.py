@@ -11,8 +11,9 @@ from minigrad.tensor import Tensor
 
 from .catalogue import Task
 from .diagnose import close
-from .grader import Check, Fail
+from .grader import Check
 from .gradients import Case, forward_detail, gradient_checks
+from .transcript import Fail, run_student
 
 
 def _interleaved(sin_angle: np.ndarray, cos_angle: np.ndarray, swap: bool = False) -> np.ndarray:
@@ -41,9 +42,12 @@ def predictions(max_len: int, d: int) -> list[tuple[str, np.ndarray]]:
 
 
 def checks(sub: Any) -> list[Check]:
+    def table_of(max_len: int, d: int) -> np.ndarray:  # (inside run_student() only)
+        return np.asarray(sub.sinusoidal_table(max_len, d), dtype=np.float64)
+
     def table() -> str:
         for max_len, d in ((3, 4), (10, 8), (6, 7), (1, 2), (50, 16)):  # the first small enough to print
-            got = np.asarray(sub.sinusoidal_table(max_len, d), dtype=np.float64)
+            got = run_student("sinusoidal_table", lambda max_len=max_len, d=d: table_of(max_len, d))
             want = sinusoidal_table(max_len, d)
             if got.shape != want.shape:
                 raise Fail(f"sinusoidal_table({max_len}, {d}) has shape {got.shape}, expected {want.shape}")
@@ -56,7 +60,7 @@ def checks(sub: Any) -> list[Check]:
         return "5 sizes, odd d included"
 
     def properties() -> None:
-        pe = np.asarray(sub.sinusoidal_table(64, 8), dtype=np.float64)
+        pe = run_student("sinusoidal_table", lambda: table_of(64, 8))
         pairs = pe[:, 0::2] ** 2 + pe[:, 1::2] ** 2
         if not np.allclose(pairs, 1.0):
             raise Fail("sin^2 + cos^2 of a column pair is not 1: the pairs do not share one angle")
@@ -65,29 +69,38 @@ def checks(sub: Any) -> list[Check]:
 
     rng = np.random.default_rng(11)
 
-    def student(x: Tensor) -> Tensor:
+    def student(x: Tensor) -> Tensor:  # (inside run_student() only)
         return sub.add_positions(x, sinusoidal_table(8, x.shape[-1]))
 
     def reference(x: Tensor) -> Tensor:
         return x + Tensor(sinusoidal_table(8, x.shape[-1])[: x.shape[-2]])
 
+    def added_to(x: np.ndarray) -> tuple[str, np.ndarray | None]:
+        got = student(Tensor(x.copy()))
+        return type(got).__name__, np.asarray(got.data) if isinstance(got, Tensor) else None
+
     def added() -> None:
         for shape in ((1, 3, 4), (2, 5, 4)):  # the first small enough to print
             x = rng.normal(0, 1, shape)
-            got, want = student(Tensor(x)), reference(Tensor(x)).data
-            if not isinstance(got, Tensor):
-                raise Fail(f"add_positions returned a {type(got).__name__}, not a Tensor")
-            if not close(got.data, want):
+            kind, got = run_student("add_positions", lambda x=x: added_to(x))
+            want = reference(Tensor(x)).data
+            if got is None:
+                raise Fail(f"add_positions returned a {kind}, not a Tensor")
+            if not close(got, want):
                 raise Fail(f"add_positions(x, table) is not x + table[:T] for x of shape {shape}",
-                           forward_detail(f"x {shape}, table (8, {shape[-1]})", {"x": x}, got.data, want))
+                           forward_detail(f"x {shape}, table (8, {shape[-1]})", {"x": x}, got, want))
+
+    def graph_of(x: np.ndarray) -> tuple[np.ndarray, bool]:
+        t = Tensor(x.copy(), requires_grad=True)
+        out = student(t)
+        return np.asarray(t.data), bool(out.requires_grad)
 
     def in_graph() -> None:
-        x = Tensor(rng.normal(0, 1, (2, 3, 4)), requires_grad=True)
-        before = x.data.copy()
-        out = student(x)
-        if not np.array_equal(x.data, before):
+        x = rng.normal(0, 1, (2, 3, 4))
+        after, connected = run_student("add_positions", lambda: graph_of(x))
+        if np.shape(after) != x.shape or not np.array_equal(after, x):
             raise Fail("add_positions changes its input x (x.data) instead of returning a new Tensor")
-        if not out.requires_grad:
+        if not connected:
             raise Fail("the result of add_positions is not connected to x in the graph: no gradient "
                        "reaches x (the embeddings)", diagnosis=["graph_cut_through_data"])
 
@@ -100,4 +113,5 @@ def checks(sub: Any) -> list[Check]:
 
 
 TASK = Task("positional_encoding", "the sinusoidal position table, added to the embeddings",
-            ("sinusoidal_table", "add_positions"), checks)
+            ("sinusoidal_table", "add_positions"), checks,
+            library=("sinusoidal_table", "SinusoidalPositionalEncoding"))

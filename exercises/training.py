@@ -4,6 +4,7 @@ the library's kernel (same seed, same batches): the loss curves must agree."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from typing import Any, Callable, Iterator
 
@@ -13,7 +14,8 @@ import minigrad as mg
 import minigrad.nn.functional as F
 from minigrad.tensor import Tensor
 
-from .grader import Check, Fail
+from .grader import Check
+from .transcript import Fail, run_student
 
 STEPS = 200
 EVERY = 25
@@ -89,15 +91,26 @@ def losses(replacements: dict[str, Callable[..., Tensor]], steps: int = STEPS) -
     return out
 
 
+@functools.lru_cache(maxsize=1)
+def reference_losses() -> list[float]:
+    """The library's own run (the same for every student: computed once a process)."""
+    return losses({})
+
+
 def train_check(replacements: dict[str, Callable[..., Tensor]]) -> Check:
     """The check `--train` adds: the tiny GPT trained with the student's functions in place of
     the library's, against the library's own run; both curves, every EVERY steps, must agree."""
 
     def run() -> str:
-        t0 = time.perf_counter()
-        ref, mine = losses({}), losses(replacements)
+        ref = reference_losses()
+
+        def yours() -> tuple[list[float], float]:
+            t0 = time.perf_counter()
+            return losses(replacements), time.perf_counter() - t0
+
+        mine, seconds = run_student("train", yours)
         diff = np.abs(np.array(ref) - np.array(mine))
-        rows = [f"  step   reference   yours     (tiny GPT, {STEPS} steps, {time.perf_counter() - t0:.0f} s)"]
+        rows = [f"  step   reference   yours     (tiny GPT, {STEPS} steps, {float(seconds):.0f} s)"]
         rows += [f"  {i:4d}   {ref[i]:.5f}     {mine[i]:.5f}" for i in range(0, STEPS, EVERY)]
         rows.append(f"  {STEPS - 1:4d}   {ref[-1]:.5f}     {mine[-1]:.5f}")
         curves = "\n".join(rows)

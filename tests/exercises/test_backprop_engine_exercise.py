@@ -11,11 +11,12 @@ from wrongfile import student_file
 
 import minigrad as mg
 from minigrad.exercises import TASKS, grade
+from minigrad.exercises import engine_graphs as graphs
 from minigrad.exercises import task_backprop_engine as engine
 from minigrad.exercises.grader import load_file
 
-GRAPHS = [engine.chain, engine.leaf_twice, engine.shared_node, engine.unused_branch,
-          engine.depth_trap(True), engine.depth_trap(False)]
+GRAPHS = [graphs.chain, graphs.leaf_twice, graphs.shared_node, graphs.unused_branch,
+          graphs.depth_trap(True), graphs.depth_trap(False)]
 
 
 def stub_module(tmp_path):
@@ -25,7 +26,7 @@ def stub_module(tmp_path):
 def replay(root, lib):
     """The graph of `root` rebuilt in minigrad or torch: id(node) -> tensor."""
     made = {}
-    for node in reversed(engine.reference_order(root)):
+    for node in reversed(graphs.reference_order(root)):
         if not node.parents:
             made[id(node)] = lib["leaf"](node.data)
             continue
@@ -45,12 +46,12 @@ def replay(root, lib):
 
 @pytest.mark.parametrize("graph", GRAPHS, ids=lambda g: getattr(g, "__name__", "graph"))
 def test_the_reference_engine_agrees_with_minigrads_autograd(tmp_path, graph):
-    o = engine.Ops(stub_module(tmp_path).Node)
+    o = graphs.Ops(stub_module(tmp_path).Node)
     root = graph(o)
-    want = engine.reference_backward(root)
+    want = graphs.reference_backward(root)
     made = replay(root, {"leaf": lambda d: mg.tensor(d, requires_grad=True)})
     made[id(root)].backward()
-    leaves = [n for n in engine.reference_order(root) if not n.parents]
+    leaves = [n for n in graphs.reference_order(root) if not n.parents]
     assert len(leaves) >= 2
     for leaf in leaves:
         np.testing.assert_allclose(made[id(leaf)].grad, want[id(leaf)], rtol=1e-12)
@@ -59,12 +60,12 @@ def test_the_reference_engine_agrees_with_minigrads_autograd(tmp_path, graph):
 @pytest.mark.parametrize("graph", GRAPHS[:3], ids=lambda g: g.__name__)
 def test_the_reference_engine_agrees_with_torch(tmp_path, graph):
     torch = pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]'")
-    o = engine.Ops(stub_module(tmp_path).Node)
+    o = graphs.Ops(stub_module(tmp_path).Node)
     root = graph(o)
-    want = engine.reference_backward(root)
+    want = graphs.reference_backward(root)
     made = replay(root, {"leaf": lambda d: torch.tensor(d, dtype=torch.float64, requires_grad=True)})
     made[id(root)].backward()
-    for leaf in (n for n in engine.reference_order(root) if not n.parents):
+    for leaf in (n for n in graphs.reference_order(root) if not n.parents):
         got = made[id(leaf)].grad
         assert got.dtype == torch.float64
         np.testing.assert_allclose(got.numpy(), want[id(leaf)], rtol=1e-12)

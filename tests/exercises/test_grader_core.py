@@ -10,8 +10,9 @@ from wrongfile import failed, student_file
 from minigrad import Function
 from minigrad.exercises import grade
 from minigrad.exercises.diagnose import Mistake, close, fitted_factor, match
-from minigrad.exercises.grader import Fail, run_checks
+from minigrad.exercises.grader import run_checks
 from minigrad.exercises.gradients import Case, compare
+from minigrad.exercises.transcript import Fail, Transcript, run_student, transcript
 
 RTOL = 1e-5  # diagnose.close's default: the grader's one tolerance for gradients
 REFERENCE = np.array([[0.5, -2.0, 1.25], [3.0, -0.75, 0.1]])  # its scale (largest |entry|) is 3
@@ -107,8 +108,11 @@ def test_not_implemented_stops_the_run():
     def later():
         ran.append("later")
 
-    def stub():
+    def unwritten():
         raise NotImplementedError
+
+    def stub():
+        run_student("the student's code", unwritten)
 
     report = run_checks("t", "f.py", [("first", lambda: None), ("stub", stub), ("later", later)])
     assert [c.name for c in report.checks] == ["first", "stub"] and ran == []
@@ -145,11 +149,12 @@ def test_run_checks_names_a_T_on_a_batched_array_from_the_exception():
     ds, q = np.ones((2, 3, 4)), np.ones((2, 3, 2))
 
     def transposed():
-        return ds.T @ q
+        return run_student("T", lambda: ds.T @ q)
 
     def plain():
-        return ds @ q.swapaxes(-1, -2) @ np.ones((5, 5))
+        return run_student("plain", lambda: ds @ q.swapaxes(-1, -2) @ np.ones((5, 5)))
 
-    report = run_checks("t", __file__, [("T", transposed), ("plain", plain)], __file__)
+    with transcript(Transcript("live", __file__)):  # this file plays the student's
+        report = run_checks("t", __file__, [("T", transposed), ("plain", plain)])
     assert report.checks[0].diagnosis == ["dot_t_on_batched"] and "matmul" in report.checks[0].message
     assert report.checks[1].diagnosis == [] and "matmul" in report.checks[1].message

@@ -16,8 +16,8 @@ import pytest
 from minigrad.cli import main
 from minigrad.exercises import TASKS
 from minigrad.exercises.autograder import run_autograder_script
+from minigrad.exercises.cli import parse_memory
 from minigrad.exercises.instructor import check_names
-from minigrad.exercises.isolation import parse_memory
 
 CORRECT = Path(__file__).parent / "correct"
 TASK = "softmax_backward"
@@ -122,14 +122,14 @@ def test_ctrl_c_during_a_folder_keeps_what_was_written(capsys, tmp_path, monkeyp
     for who in ("alice", "bob"):
         (tmp_path / who).mkdir()
         shutil.copy(CORRECT / f"{TASK}.py", tmp_path / who)
-    real = instructor.grade_files_in_child
+    real = instructor.verdicts
 
-    def interrupted_at_bob(files, train=False, limits=None):
-        if any("bob" in str(path) for _, path in files):
+    def interrupted_at_bob(recorded, train=False):
+        if any("bob" in r.path for r in recorded):
             raise KeyboardInterrupt
-        return real(files, train, limits)
+        return real(recorded, train)
 
-    monkeypatch.setattr(instructor, "grade_files_in_child", interrupted_at_bob)
+    monkeypatch.setattr(instructor, "verdicts", interrupted_at_bob)
     assert main(["exercise", "grade", str(tmp_path)]) == 130
     assert f"the grades so far are in {tmp_path / 'grades.csv'}" in capsys.readouterr().err
     with open(tmp_path / "grades.csv", newline="") as f:
@@ -225,3 +225,53 @@ def test_the_memory_limit_counts_what_grading_adds(capsys, tmp_path):
                                          + student(CORRECT_BACKWARD))
     code, out = run(capsys, "check", TASK, "--file", str(tmp_path / f"{TASK}.py"), "--memory", "160M")
     assert code == 0 and "checks passed" in out and "FAIL" not in out, out
+
+
+def test_a_real_ctrl_c_stops_the_child_at_once_and_keeps_the_grades(tmp_path):
+    """SIGINT to `minigrad exercise grade` while a student's child loops (the next student's
+    child runs in a worker thread while this one's checks are replayed): the command ends with
+    130 within seconds, no child is left running, and the students graded so far are written."""
+    import signal
+    import time
+
+    for who in ("alice", "bob", "carol"):
+        (tmp_path / who).mkdir()
+        shutil.copy(CORRECT / f"{TASK}.py", tmp_path / who)
+    (tmp_path / "bob" / f"{TASK}.py").write_text(student("while True: pass"))
+    proc = subprocess.Popen([sys.executable, "-m", "minigrad", "exercise", "grade", str(tmp_path),
+                             "--timeout", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "grades.csv").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # bob's child is looping now
+
+    def children(pid: int) -> list[int]:
+        found = []
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().split(") ")[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+        return found
+
+    started = [k for server in children(proc.pid) for k in [server, *children(server)]]
+    assert len(started) >= 2  # the fork server and bob's child
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and time.monotonic() - t0 < 10, err
+    with open(tmp_path / "grades.csv", newline="") as f:
+        assert [r["student"] for r in csv.DictReader(f)] == ["alice"]
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().split(") ")[1][0] != "Z"
+        except OSError:
+            return False
+
+    while any(map(alive, started)) and time.monotonic() - t0 < 10:
+        time.sleep(0.05)
+    assert not any(map(alive, started))

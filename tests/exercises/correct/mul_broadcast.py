@@ -1,32 +1,36 @@
-"""A correct mul_broadcast, built from the library's kernels (minigrad.ops.elementwise) and the
-engine's unbroadcast."""
+"""A correct mul_broadcast, written out: each gradient summed back to its input's shape."""
 
-from minigrad import Function, unbroadcast
-from minigrad.ops.elementwise import Div as LibraryDiv
-from minigrad.ops.elementwise import Mul as LibraryMul
+from minigrad import Function
 
 
 def sum_to_shape(grad, shape):
-    return unbroadcast(grad, tuple(shape))
+    shape = tuple(shape)
+    # The axes broadcasting added on the left: summed away.
+    grad = grad.sum(axis=tuple(range(grad.ndim - len(shape))))
+    # The axes stretched from size 1: summed, keeping them (size 1).
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    return grad.sum(axis=stretched, keepdims=True) if stretched else grad
 
 
 class Mul(Function):
     @staticmethod
     def forward(ctx, a, b):
-        return LibraryMul.forward(ctx, a, b)
+        ctx.save_for_backward(a, b)
+        return a * b
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved
-        return tuple(sum_to_shape(d, x.shape) for d, x in zip(LibraryMul.backward(ctx, g), (a, b)))
+        return sum_to_shape(g * b, a.shape), sum_to_shape(g * a, b.shape)
 
 
 class Div(Function):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = (a.shape, b.shape)
-        return LibraryDiv.forward(ctx, a, b)
+        ctx.save_for_backward(a, b)
+        return a / b
 
     @staticmethod
     def backward(ctx, g):
-        return tuple(sum_to_shape(d, s) for d, s in zip(LibraryDiv.backward(ctx, g), ctx.shapes))
+        a, b = ctx.saved
+        return sum_to_shape(g / b, a.shape), sum_to_shape(-g * a / b**2, b.shape)
