@@ -28,7 +28,7 @@ def generate() -> str:
     shared = sorted(c for c, d in CATALOGUE.items() if set(GRADIENT_TASKS) <= set(d.tasks))
     lines = ["# The grader's diagnoses", "",
              "Written by `python docs/diagnoses.py` from the catalogue in "
-             "`exercises/diagnoses*.py`; `minigrad exercise list --codes` prints the same. When a "
+             "`minigrad/exercises/diagnoses*.py`; `minigrad exercise list --codes` prints the same. When a "
              "check fails, the grader compares your numbers with what each known mistake would "
              "give and names every one that fits, with its hint: the symptom and the line of the "
              "math to look at.", "",

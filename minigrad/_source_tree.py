@@ -1,9 +1,9 @@
 """Import minigrad from a clone's root after a plain `pip install .`.
 
 Python started in the repository's root finds the source folder minigrad/ before the installed
-package, but nn/, models/, exercises/ and export/ sit beside that folder (setup.cfg's package_dir
-installs them as minigrad.nn, ...), so `import minigrad.nn` would fail there. A finder at the
-end of sys.meta_path maps those four names to their folders; an installed package or an
+package, but nn/ and models/ sit beside that folder (setup.cfg's package_dir installs them as
+minigrad.nn and minigrad.models), so `import minigrad.nn` would fail there. A finder at the end
+of sys.meta_path maps those two names to their folders; an installed package or an
 editable install finds them first, and then it is never asked.
 """
 
@@ -14,11 +14,11 @@ import os
 import sys
 from importlib.machinery import ModuleSpec
 
-BESIDE = ("nn", "models", "exercises", "export")
+BESIDE = ("nn", "models")
 
 
 class SourceTreeFinder:
-    """Finds minigrad.nn, minigrad.models, minigrad.exercises and minigrad.export in `root`."""
+    """Finds minigrad.nn and minigrad.models in `root`."""
 
     def __init__(self, root: str):
         self.root = root

@@ -17,7 +17,7 @@ import numpy as np
 from . import hooks as _hooks
 from . import versions as _versions
 from .grad_mode import DEFAULT as _DEFAULT
-from .grad_mode import (  # noqa: F401  (re-exported: minigrad and nn import them from here)
+from .grad_mode import (  # noqa: F401  (torch.autograd's face has them too: minigrad.autograd.no_grad)
     current_scope,
     enable_grad,
     is_grad_enabled,
@@ -26,7 +26,6 @@ from .grad_mode import (  # noqa: F401  (re-exported: minigrad and nn import the
     set_grad_enabled,
 )
 from .grad_mode import get as _get_state
-from .hooks import observe_backward, observe_forward  # noqa: F401  (re-exported)
 
 # ----------------------------------------------------------------------------- Function
 

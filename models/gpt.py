@@ -124,9 +124,7 @@ class GPT(nn.Module):
 
     def new_caches(self) -> list[nn.KVCache]:
         """One empty KV cache per block, each preallocated for block_size positions: pass them
-        to forward (with `start`, the position of idx's first token) under `mg.no_grad()`.
-        (An empty dict per block, `[{} for _ in model.blocks]`, works too: it keeps its
-        block's `nn.KVCache` under "kv".)"""
+        to forward (with `start`, the position of idx's first token) under `mg.no_grad()`."""
         return [nn.KVCache(self.config.block_size) for _ in self.blocks]
 
     def forward(self, idx: Tensor, caches: list[nn.KVCache] | None = None, start: int = 0) -> Tensor:
@@ -137,8 +135,12 @@ class GPT(nn.Module):
             )
         pos = mg.arange(start, start + T)  # (T,)
         x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))  # (B, T, C)
+        if caches is not None and (len(caches) != len(self.blocks)
+                                   or not all(isinstance(c, nn.KVCache) for c in caches)):
+            raise TypeError(f"GPT: caches must be {len(self.blocks)} nn.KVCache (model.new_caches()), got "
+                            f"{[type(c).__name__ for c in caches]}")
         for i, block in enumerate(self.blocks):
-            x = block(x, None if caches is None else _kv_cache(caches[i]))  # (B, T, C)
+            x = block(x, None if caches is None else caches[i])  # (B, T, C)
         return self.head(self.norm_f(x))  # (B, T, V)
 
     def loss(self, idx: Tensor, targets: Tensor) -> Tensor:
@@ -199,8 +201,3 @@ class GPT(nn.Module):
         rng = mg.random.generator()
         return np.array([[rng.choice(len(row), p=row)] for row in p], dtype=np.int64)
 
-
-def _kv_cache(cache: nn.KVCache | dict) -> nn.KVCache:
-    """A block's cache: an nn.KVCache, or a dict (what forward took before KVCache existed),
-    which then holds one under "kv" between calls."""
-    return cache if isinstance(cache, nn.KVCache) else cache.setdefault("kv", nn.KVCache())

@@ -12,6 +12,7 @@ from .attention import (
 from .attention_maps import AttentionMaps, AttentionRecord, record_attention
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .bilinear import Bilinear
+from .containers import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d
 from .layers import (
     ELU,
@@ -47,7 +48,7 @@ from .losses import (
     NLLLoss,
     SmoothL1Loss,
 )
-from .module import Module, ModuleDict, ModuleList, Parameter, Sequential, evaluating
+from .module import Module, Parameter, evaluating
 from .normalization import GroupNorm
 from .packed_attention import KVCache
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d

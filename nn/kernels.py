@@ -13,10 +13,10 @@ import numpy as np
 
 from minigrad import parallel
 from minigrad.autograd import Function
+from minigrad.ops.erf import erf, erf_float32
 from minigrad.ops.reduce import accumulation_dtype, narrowed, widened
 from minigrad.parallel import run_spans
 
-from ._erf import erf, erf_float32
 from .lookup_kernels import Dropout, Embedding, scatter_add_rows, scatter_add_rows_reference  # noqa: F401
 
 

@@ -314,7 +314,3 @@ def evaluating(model: Module) -> Iterator[Module]:
         for m, mode in before:
             m.training = mode
 
-
-# The containers live in containers.py (which imports Module from here); importing them at the
-# end keeps `from minigrad.nn.module import Sequential` working.
-from .containers import ModuleDict, ModuleList, Sequential  # noqa: E402, F401

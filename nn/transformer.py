@@ -20,9 +20,10 @@ from minigrad import Tensor
 
 from . import functional as F
 from .attention import MultiheadAttention, _batch_first
+from .containers import ModuleList
 from .layers import Dropout, LayerNorm, Linear
 from .mask_conventions import combine_masks, from_torch_masks
-from .module import Module, ModuleList
+from .module import Module
 
 Activation = str | Callable[[Tensor], Tensor]
 

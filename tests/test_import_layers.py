@@ -16,8 +16,8 @@ PACKAGES = {
     "minigrad": ("minigrad", 0),
     "nn": ("minigrad.nn", 1),
     "models": ("minigrad.models", 2),
-    "exercises": ("minigrad.exercises", 3),
-    "export": ("minigrad.export", 3),
+    "minigrad/exercises": ("minigrad.exercises", 3),
+    "minigrad/export": ("minigrad.export", 3),
 }
 CLI = ("minigrad.cli", 4)  # the command line: above every package it dispatches to
 CLI_MODULES = ("minigrad.cli", "minigrad.__main__")  # `python -m minigrad` is the command line too
@@ -45,10 +45,8 @@ def _module_name(path: Path) -> str:
 
 
 def _sources() -> list[Path]:
-    files = []
-    for folder in PACKAGES:
-        files += [p for p in sorted((ROOT / folder).rglob("*.py")) if "stubs" not in p.parts]
-    return files
+    files = {p for folder in PACKAGES for p in (ROOT / folder).rglob("*.py") if "stubs" not in p.parts}
+    return sorted(files)
 
 
 def _imports(path: Path, module: str) -> list[tuple[int, str, list[str]]]:
@@ -108,7 +106,7 @@ def test_the_checker_sees_an_upward_and_a_private_import(tmp_path):
     and a relative import inside the package is not."""
     probe = tmp_path / "probe.py"
     probe.write_text("from minigrad.models import GPT\nfrom minigrad.viz._names import x\n"
-                     "from ._erf import erf\nfrom minigrad import Tensor\n")
+                     "from ._kernels import erf\nfrom minigrad import Tensor\n")
     found = _violations(probe, "minigrad.nn.probe", "probe.py")
     assert len(found) == 2
     assert "probe.py:1" in found[0] and "a layer above" in found[0]

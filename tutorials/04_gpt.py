@@ -214,7 +214,7 @@ ids = mg.tensor(np.array([tokenizer.encode("Return the value")]))
 with mg.no_grad():
     model.eval()
     full = model(ids).data[:, -1]  # (1, V)
-    caches = [{} for _ in model.blocks]
+    caches = model.new_caches()  # one nn.KVCache per block
     model(ids[:, :-1], caches)  # fills the caches with the first 15 characters
     stepped = model(ids[:, -1:], caches, start=ids.shape[1] - 1).data[:, -1]  # one new query
 print("largest |full - cached| logit difference:", float(np.abs(full - stepped).max()))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function
-from .promotion import promote, result_type, true_div_operands  # noqa: F401  (the one dtype rule; re-exported)
+from .promotion import promote, result_type, true_div_operands  # (the one dtype rule)
 
 # ----------------------------------------------------------------------------- arithmetic
 

@@ -10,7 +10,8 @@ from pathlib import Path
 from minigrad.exercises.catalogue import ORDER
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = sorted({*(ROOT / "exercises").rglob("*.py"), *(ROOT / "tests" / "exercises").rglob("*.py"),
+FILES = sorted({*(ROOT / "minigrad" / "exercises").rglob("*.py"),
+                 *(ROOT / "tests" / "exercises").rglob("*.py"),
                  *(ROOT / "tutorials").glob("*.py"), ROOT / "tutorials" / "README.md", ROOT / "README.md",
                  ROOT / "CONTRIBUTING.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "docs").glob("*.py")}
                - {Path(__file__).resolve()})  # (this file's own examples are not references)

@@ -19,7 +19,7 @@ import minigrad as mg
 import minigrad.nn.functional as F
 from minigrad import Tensor, gradcheck
 from minigrad.nn import kernels
-from minigrad.nn._erf import erf
+from minigrad.ops.erf import erf
 from minigrad.testing import arrays, shapes
 
 # ----------------------------------------------------------------------------- twins
@@ -517,7 +517,7 @@ def test_fused_linear_matches_twin_and_gradcheck(lead, sizes, bias, seed):
 
 
 def test_float32_erf_fast_path_is_within_float32_resolution():
-    from minigrad.nn._erf import erf_float32
+    from minigrad.ops.erf import erf_float32
 
     x = np.concatenate([np.linspace(-8, 8, 40001), [0.0, -0.0, 1e-30, -1e-30]]).astype(np.float32)
     got = erf_float32(x)
