@@ -53,8 +53,9 @@ def step(kernel: str, T: int, causal: bool, arrays: list[np.ndarray]):
             return [x.detach().numpy() for x in (out, tq.grad, tk.grad, tv.grad)]
         return run
     import minigrad as mg
+    from minigrad.nn.attention.helpers import _causal
+    from minigrad.nn.attention.one_block import Attention
     from minigrad.nn.functional import tiled_attention
-    from minigrad.nn.fused_attention import Attention, _causal
 
     ts = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]  # made once, as torch's are
 

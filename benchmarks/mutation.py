@@ -108,7 +108,7 @@ MUTATIONS = [
     M("dropout: kept values not rescaled", "nn/lookup_kernels.py",
       "scaled = keep * x.dtype.type(1.0 / (1.0 - p))  # m / (1 - p), in x's dtype",
       "scaled = keep * x.dtype.type(1.0)", *KERNELS, "tests/nn/test_functional.py"),
-    M("fused attention: no fallback on overflow", "nn/fused_attention.py",
+    M("fused attention: no fallback on overflow", "nn/attention/one_block.py",
       "if not (total <= _max_total(total.dtype)).all() or not np.isfinite(out).all():", "if False:",
       "tests/nn/test_fused_attention.py", "tests/nn/test_kernel_extremes.py"),
 ]

@@ -1,15 +1,16 @@
 """minigrad.nn: modules, layers, attention and transformer blocks built on minigrad tensors."""
 
-from . import attention_drawing, functional, init, utils
+from . import functional, init, utils
 from .attention import (
     AdditiveAttention,
     BilinearAttention,
+    KVCache,
     MultiheadAttention,
     causal_mask,
     masked_softmax,
     padding_mask,
 )
-from .attention_maps import AttentionMaps, AttentionRecord, record_attention
+from .attention.maps import AttentionMaps, AttentionRecord, record_attention
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .bilinear import Bilinear
 from .containers import ModuleDict, ModuleList, Sequential
@@ -50,7 +51,6 @@ from .losses import (
 )
 from .module import Module, Parameter, evaluating
 from .normalization import GroupNorm
-from .packed_attention import KVCache
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .recurrent import GRUCell, LSTMCell, RNNCell
@@ -86,5 +86,3 @@ __all__ = [
     # convolution and pooling layers
     "AdaptiveAvgPool2d", "AvgPool2d", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d",
 ]
-
-attention_drawing.register_attention_drawings()  # draw_graph(expand_fused=True) draws attention as its steps

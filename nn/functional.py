@@ -237,16 +237,16 @@ from .activations import (  # noqa: E402, F401
     softmin,
     softplus,
 )
-from .batchnorm import batch_norm  # noqa: E402, F401
-from .bilinear import bilinear  # noqa: E402, F401
-from .classification import cross_entropy, nll_loss  # noqa: E402, F401
-from .conv import conv1d, conv2d  # noqa: E402, F401
-from .functional_attention import (  # noqa: E402, F401
+from .attention.functional import (  # noqa: E402, F401
     attention_reference,
     packed_self_attention,
     scaled_dot_product_attention,
     tiled_attention,
 )
+from .batchnorm import batch_norm  # noqa: E402, F401
+from .bilinear import bilinear  # noqa: E402, F401
+from .classification import cross_entropy, nll_loss  # noqa: E402, F401
+from .conv import conv1d, conv2d  # noqa: E402, F401
 from .losses import (  # noqa: E402, F401
     binary_cross_entropy,
     binary_cross_entropy_with_logits,

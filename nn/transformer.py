@@ -8,7 +8,7 @@ Pre-norm (norm_first=True, as in GPT-2; trains deep stacks without warm-up trick
     X~ = Z + MLP(LayerNorm(Z))
 minigrad's own `attend_mask=` follows the rule in `minigrad.nn.attention` (True = may attend).
 PyTorch's mask arguments (`src_mask`, `tgt_mask`, `memory_mask`, the stacks' `mask`, and the
-`*_key_padding_mask`s) keep PyTorch's meaning, True = masked out (see mask_conventions.py).
+`*_key_padding_mask`s) keep PyTorch's meaning, True = masked out (see attention/masks.py).
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from typing import Any, Callable
 from minigrad import Tensor
 
 from . import functional as F
-from .attention import MultiheadAttention, _batch_first
+from .attention import MultiheadAttention
+from .attention.helpers import _batch_first
+from .attention.masks import combine_masks, from_torch_masks
 from .containers import ModuleList
 from .layers import Dropout, LayerNorm, Linear
-from .mask_conventions import combine_masks, from_torch_masks
 from .module import Module
 
 Activation = str | Callable[[Tensor], Tensor]

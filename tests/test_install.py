@@ -19,7 +19,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Source folder -> where it installs (setup.cfg's package_dir).
 SOURCES = {"minigrad": "minigrad", "nn": "minigrad/nn", "models": "minigrad/models"}
-SUBPACKAGES = ["minigrad", "minigrad.nn", "minigrad.models", "minigrad.models.data",
+SUBPACKAGES = ["minigrad", "minigrad.nn", "minigrad.nn.attention", "minigrad.models", "minigrad.models.data",
                "minigrad.models.recipes", "minigrad.optim", "minigrad.viz", "minigrad.ops",
                "minigrad.exercises", "minigrad.export"]
 NOT_SOURCES = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", "*.egg-info", "build", "dist",

@@ -211,7 +211,7 @@ assert report.diagnosis == ["ignores_upstream_grad"]
 # %% [markdown]
 # ## 4. A correct backward, and the GPT it trains
 #
-# Here the library's fused kernel stands in for your backward (`minigrad.nn.fused_attention`
+# Here the library's fused kernel stands in for your backward (`minigrad.nn.attention.one_block`
 # has the derivation above in its docstring, and a trick: rowsum(dA * A) = rowsum(g * O), so
 # no (Tq, Tk) temporary is needed). Replace `backward` with your own and rerun the cell.
 #
@@ -222,7 +222,7 @@ assert report.diagnosis == ["ignores_upstream_grad"]
 # It is left out here to keep the notebook quick; the test suite runs it.
 
 # %%
-from minigrad.nn.fused_attention import Attention as LibraryAttention  # noqa: E402
+from minigrad.nn.attention.one_block import Attention as LibraryAttention  # noqa: E402
 
 
 class MyAttention(AttentionForward):

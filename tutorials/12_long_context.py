@@ -31,9 +31,9 @@ import tracemalloc
 import numpy as np
 
 import minigrad as mg
-from minigrad.nn.attention_tiles import _Tiles
+from minigrad.nn.attention.one_block import Attention
+from minigrad.nn.attention.tiles import _Tiles
 from minigrad.nn.functional import attention_reference, tiled_attention
-from minigrad.nn.fused_attention import Attention
 from minigrad.viz import show, use_script_backend
 
 HAVE_MATPLOTLIB = use_script_backend()  # draw inline in a notebook, off-screen in a script
@@ -88,7 +88,7 @@ assert np.isclose(m + np.log(total), np.log(np.exp(scores).sum()))  # L = m + lo
 # `tiled_attention` does this for whole blocks of queries at once: tiles of `block_q` queries x
 # `block_k` keys, for every batch and head together (`np.matmul` on (B*H, block, block)
 # arrays), so the Python loop runs over tiles only. The docstrings of `tiled_forward` and
-# `tiled_backward` (in `minigrad/nn/tiled_attention.py`) derive both step by step. With tiles of
+# `tiled_backward` (in `minigrad/nn/attention/tiled.py`) derive both step by step. With tiles of
 # 3 x 4 on 10 tokens (not a multiple of either), against the composed reference, in float64:
 
 # %%

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from minigrad.autograd import Function
-from minigrad.nn.fused_attention import Attention
+from minigrad.nn.attention.one_block import Attention
 from minigrad.nn.kernels import CrossEntropy, LayerNorm, Linear
 from minigrad.ops.elementwise import Div, Mul
 from minigrad.ops.linalg import MatMul
@@ -23,7 +23,7 @@ def softmax(x: Tensor) -> Tensor:
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: np.ndarray | Tensor | None = None,
               scale: float | None = None) -> Tensor:
-    """softmax(q k^T / sqrt(d) masked) v through the fused kernel (minigrad.nn.fused_attention);
+    """softmax(q k^T / sqrt(d) masked) v through the fused kernel (minigrad.nn.attention.one_block);
     `mask` is bool, True = may attend."""
     allowed = None if mask is None else np.asarray(getattr(mask, "data", mask), dtype=bool)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale

@@ -134,9 +134,9 @@ def train(sub: Any) -> Check:
     return train_check(attention_from(lambda q, k, v, allowed: sub.Attention.apply(q, k, v, mask=allowed)))
 
 
-# minigrad's own attention backward: the fused kernel (nn.fused_attention: Attention, its
+# minigrad's own attention backward: the one-block kernel (nn/attention/one_block.py: Attention, its
 # attention_backward and _backward_rows), the tiled and packed kernels and their backwards, and the
-# functions that reach them or compute attention with Tensor ops (nn.functional_attention). Not
+# functions that reach them or compute attention with Tensor ops (nn/attention/functional.py). Not
 # attention_forward: the stub gives the forward.
 TASK = Task("attention_backward", "dQ, dK, dV through the softmax: the heart of the course",
             ("Attention",), checks, train,

@@ -16,11 +16,11 @@ import torch
 import torch.nn.functional as TF
 
 import minigrad.nn.activations as activations
-import minigrad.nn.fused_attention as fa
+import minigrad.nn.attention.one_block as one_block
+import minigrad.nn.attention.packed as packed
+import minigrad.nn.attention.tiled as tiled
 import minigrad.nn.kernels as kernels
 import minigrad.nn.losses as losses
-import minigrad.nn.packed_attention as packed
-import minigrad.nn.tiled_attention as tiled
 from minigrad.autograd import Function
 from minigrad.ops import elementwise as ew
 from minigrad.ops import linalg, ordering, pointwise, reduce, rounding, shape
@@ -279,7 +279,7 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     kernels.GELU: lambda x, *, approximate="none": TF.gelu(x, approximate=approximate),
     kernels.Dropout: _dropout,
     kernels.Embedding: _embedding,
-    fa.Attention: _attention,
+    one_block.Attention: _attention,
     tiled.TiledAttention: _tiled_attention,
     packed.PackedAttention: _packed_attention,
     activations.Softplus: lambda x, *, beta=1.0, threshold=20.0: TF.softplus(x, beta, threshold),
@@ -290,7 +290,8 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
 }
 
 # Ops whose torch twin draws random numbers and must know whether the module is training.
-RANDOM_OPS: frozenset[type[Function]] = frozenset({kernels.Dropout, fa.Attention, packed.PackedAttention})
+RANDOM_OPS: frozenset[type[Function]] = frozenset({kernels.Dropout, one_block.Attention,
+                                                   packed.PackedAttention})
 
 # The twins of the indexing ops, of the nn layers added with the recurrent and normalisation
 # modules, of the statistics reductions and of convolution, pooling and batch norm live in

@@ -243,16 +243,16 @@ def test_expanded_masked_attention_shows_the_masked_weights():
 
 
 def test_a_large_mask_is_not_kept_and_the_weights_are_left_out():
-    from minigrad.nn import fused_attention
+    from minigrad.nn.attention import one_block
 
     q = mg.tensor(np.random.default_rng(0).normal(size=(3, 2)), requires_grad=True)
     mask = mg.tensor(np.tri(3, dtype=bool))
-    saved = fused_attention.SMALL_MASK
-    fused_attention.SMALL_MASK = 4  # the 9 entries of this mask count as large
+    saved = one_block.SMALL_MASK
+    one_block.SMALL_MASK = 4  # the 9 entries of this mask count as large
     try:
         loss = F.scaled_dot_product_attention(q, q, q, mask=mask).sum()
     finally:
-        fused_attention.SMALL_MASK = saved
+        one_block.SMALL_MASK = saved
     source = draw_graph(loss, expand_fused=True, show_values=True).source
     assert "scores\\n(3, 3) float64\\ndata [" in source and 'weights\\n(3, 3) float64"' in source
 

@@ -200,7 +200,7 @@ def test_train_runs_the_students_attention_inside_the_gpt():
     reference, mine = losses({}, steps=2), losses(attention_from(wrong), steps=2)
     assert shapes and all(len(s) == 4 for s in shapes)  # (B, H, T, D): heads split for it
     assert mine[1] != reference[1]
-    assert F.packed_self_attention.__module__ == "minigrad.nn.functional_attention"  # put back
+    assert F.packed_self_attention.__module__ == "minigrad.nn.attention.functional"  # put back
 
 
 def test_train_waits_for_the_other_checks(capsys, tmp_path):

@@ -21,9 +21,9 @@ from hypothesis.extra import numpy as hnp  # noqa: E402
 import minigrad  # noqa: E402
 import minigrad.models  # noqa: E402
 import minigrad.nn  # noqa: E402
-import minigrad.nn.fused_attention as fa  # noqa: E402
+import minigrad.nn.attention.one_block as one_block  # noqa: E402
+import minigrad.nn.attention.tiled as tiled  # noqa: E402
 import minigrad.nn.kernels as kernels  # noqa: E402
-import minigrad.nn.tiled_attention as tiled  # noqa: E402
 from minigrad import Tensor  # noqa: E402
 from minigrad.autograd import Function  # noqa: E402
 from minigrad.export import TORCH_OPS  # noqa: E402
@@ -317,7 +317,7 @@ def test_attention_as_torch(data):
         options["allowed"] = data.draw(hnp.arrays(bool, (B, 1, Tq, Tk)))
     elif kind == "bias":
         inputs.append(data.draw(arrays((1, H, Tq, Tk))))
-    check_against_torch(fa.Attention, inputs, options)
+    check_against_torch(one_block.Attention, inputs, options)
     tiled_options = {"allowed": options.get("allowed"), "scale": scale, "block_q": 2, "block_k": 2,
                      "causal_offset": data.draw(st.sampled_from([None, 0, Tk - Tq]))}
     check_against_torch(tiled.TiledAttention, inputs, tiled_options)

@@ -33,13 +33,13 @@ def split_everything():
 def step(config: GPTConfig, monkeypatch) -> tuple[float, list[np.ndarray]]:
     """Loss and parameters after two Adam steps from seed 0; the tiled kernel takes sequences
     of 13 tokens or more."""
-    from minigrad.nn import fused_attention, tiled_attention
+    from minigrad.nn.attention import dispatch, tiled
 
-    monkeypatch.setattr(fused_attention, "TILED_MIN_SCORES", 1)
-    monkeypatch.setattr(fused_attention, "TILED_MIN_LENGTH", 13)
+    monkeypatch.setattr(dispatch, "TILED_MIN_SCORES", 1)
+    monkeypatch.setattr(dispatch, "TILED_MIN_LENGTH", 13)
     calls = []
-    by_heads = tiled_attention._by_heads
-    monkeypatch.setattr(tiled_attention, "_by_heads", lambda *a: calls.append(1) or by_heads(*a))
+    by_heads = tiled._by_heads
+    monkeypatch.setattr(tiled, "_by_heads", lambda *a: calls.append(1) or by_heads(*a))
     mg.manual_seed(0)
     model = GPT(config)
     opt = mg.optim.Adam(model.parameters(), lr=1e-2)

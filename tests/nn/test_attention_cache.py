@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import minigrad as mg
 import minigrad.nn as nn
-from minigrad.nn import fused_attention
+from minigrad.nn.attention import dispatch
 
 
 def _chunks(total):
@@ -23,13 +23,13 @@ def _chunks(total):
 @contextlib.contextmanager
 def _tiled_always(on):
     """Send every call to the tiled kernel (when `on`), however short."""
-    saved = fused_attention.TILED_MIN_SCORES, fused_attention.TILED_MIN_LENGTH
+    saved = dispatch.TILED_MIN_SCORES, dispatch.TILED_MIN_LENGTH
     if on:
-        fused_attention.TILED_MIN_SCORES, fused_attention.TILED_MIN_LENGTH = 0, 1
+        dispatch.TILED_MIN_SCORES, dispatch.TILED_MIN_LENGTH = 0, 1
     try:
         yield
     finally:
-        fused_attention.TILED_MIN_SCORES, fused_attention.TILED_MIN_LENGTH = saved
+        dispatch.TILED_MIN_SCORES, dispatch.TILED_MIN_LENGTH = saved
 
 
 @settings(deadline=None)

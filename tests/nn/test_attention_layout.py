@@ -1,6 +1,7 @@
 """How the attention code is laid out: kernels are plain functions under thin ops (no op runs
 another op's forward or backward on a hand-made ctx), each file under 400 lines, the drawing
-pipelines registered with viz, the recorder in attention_maps.py, and attention_reference first."""
+pipelines registered with viz, the recorder in attention/maps.py, and attention_reference first.
+Which module of the attention package may import which: test_attention_package.py."""
 
 import ast
 import importlib
@@ -14,14 +15,18 @@ import minigrad as mg
 import minigrad.nn as nn
 import minigrad.nn.functional as F
 from minigrad import Function
-from minigrad.nn import attention_maps, functional_attention
-from minigrad.nn.fused_attention import Attention
-from minigrad.nn.packed_attention import PackedAttention
-from minigrad.nn.tiled_attention import TiledAttention
+from minigrad.nn.attention import functional as attention_functional
+from minigrad.nn.attention import maps as maps_module
+from minigrad.nn.attention.one_block import Attention
+from minigrad.nn.attention.packed import PackedAttention
+from minigrad.nn.attention.tiled import TiledAttention
 from minigrad.viz.pipelines import pipeline_of
 
 NN = Path(nn.__file__).parent
-MODULES = sorted(p.stem for p in NN.glob("*.py") if p.stem != "__init__")
+# Dotted names under minigrad.nn: nn/*.py and the attention package's modules (attention.tiled, ...).
+MODULES = sorted(".".join(p.relative_to(NN).with_suffix("").parts) for p in NN.rglob("*.py")
+                 if p.stem != "__init__")
+ATTENTION = [m for m in MODULES if m.startswith("attention.")]
 
 
 def _calls_into_an_op(module_name):
@@ -50,9 +55,13 @@ def test_no_op_runs_another_ops_forward_or_backward():
     assert [c for m in MODULES for c in _calls_into_an_op(m)] == []
 
 
-@pytest.mark.parametrize("name", [m for m in MODULES if "attention" in m])
+@pytest.mark.parametrize("name", ATTENTION)
 def test_attention_files_stay_under_400_lines(name):
-    assert len((NN / f"{name}.py").read_text().splitlines()) < 400
+    assert len((NN / f"{name.replace('.', '/')}.py").read_text().splitlines()) < 400
+
+
+def test_the_attention_code_is_one_package():
+    assert len(ATTENTION) >= 10 and not [m for m in MODULES if "attention" in m and "." not in m]
 
 
 def test_the_attention_kernels_are_drawn_through_the_viz_registry():
@@ -71,16 +80,16 @@ def test_register_pipeline_refuses_what_is_not_an_op():
         register_pipeline(np.ndarray, lambda node: [])
 
 
-def test_the_recorder_lives_with_attention_maps():
-    assert attention_maps._recorders == []
+def test_the_recorder_lives_with_the_attention_maps():
+    assert maps_module._recorders == []
     with nn.record_attention() as maps:
-        assert list(attention_maps._recorders) == [maps]
+        assert list(maps_module._recorders) == [maps]
         F.scaled_dot_product_attention(mg.randn(1, 2, 4), mg.randn(1, 3, 4), mg.randn(1, 3, 4))
     assert len(maps) == 1 and maps[0].weights.shape == (1, 2, 3)
 
 
 def test_a_reader_meets_attention_reference_first():
-    tree = ast.parse(inspect.getsource(functional_attention))
+    tree = ast.parse(inspect.getsource(attention_functional))
     first = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)))
     assert first.name == "attention_reference"
-    assert F.attention_reference is functional_attention.attention_reference
+    assert F.attention_reference is attention_functional.attention_reference

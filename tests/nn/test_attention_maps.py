@@ -10,7 +10,7 @@ import minigrad as mg
 import minigrad.nn as nn
 import minigrad.nn.functional as F
 from minigrad.models.gpt import GPT, GPTConfig
-from minigrad.nn import attention_maps
+from minigrad.nn.attention import maps as maps_module
 
 
 def tiny_gpt(num_layers=3, num_heads=2):
@@ -170,7 +170,7 @@ def test_nothing_is_recorded_outside_the_block():
     model(x)
     model(x)
     assert len(maps) == 2
-    assert attention_maps._recorders == []
+    assert maps_module._recorders == []
 
 
 def test_recorder_is_removed_after_an_exception_and_recorders_nest():
@@ -178,7 +178,7 @@ def test_recorder_is_removed_after_an_exception_and_recorders_nest():
     with pytest.raises(KeyError):
         with nn.record_attention(model):
             {}["missing"]
-    assert attention_maps._recorders == []
+    assert maps_module._recorders == []
     with nn.record_attention(model) as outer:
         model(x)
         with nn.record_attention(model) as inner:
@@ -189,7 +189,7 @@ def test_recorder_is_removed_after_an_exception_and_recorders_nest():
         with outer:
             with outer:
                 pass
-    assert attention_maps._recorders == []
+    assert maps_module._recorders == []
 
 
 def test_a_recorder_sees_only_its_own_thread():
@@ -204,7 +204,7 @@ def test_a_recorder_sees_only_its_own_thread():
     def run_b():
         try:
             opened.wait()
-            seen_in_b["open at start"] = len(attention_maps._recorders)  # a new thread: none
+            seen_in_b["open at start"] = len(maps_module._recorders)  # a new thread: none
             model_b(x)  # while A's recorder is open
             with nn.record_attention(model_b) as maps_b:
                 model_b(x)
@@ -224,7 +224,7 @@ def test_a_recorder_sees_only_its_own_thread():
     assert maps_a[0].module is model_a.blocks[0].attn
     assert [r.name for r in seen_in_b["maps"]] == ["blocks.0.attn", "blocks.1.attn"]
     assert all(r.module in (model_b.blocks[0].attn, model_b.blocks[1].attn) for r in seen_in_b["maps"])
-    assert attention_maps._recorders == []
+    assert maps_module._recorders == []
 
 
 def test_weights_of_an_unknown_name_lists_what_was_recorded():

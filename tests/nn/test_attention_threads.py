@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import minigrad as mg
-from minigrad.nn.functional_attention import (
+from minigrad.nn.attention.functional import (
     attention_reference,
     packed_self_attention,
     scaled_dot_product_attention,

@@ -17,7 +17,7 @@ import pytest
 
 import minigrad as mg
 import minigrad.nn.functional as F
-from minigrad.nn.fused_attention import _max_total
+from minigrad.nn.attention.one_block import _max_total
 
 DTYPES = [np.float16, np.float32, np.float64]
 TOL = {np.float16: 4e-3, np.float32: 2e-6, np.float64: 1e-12}

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import minigrad as mg
-from minigrad.nn.functional_attention import (
+from minigrad.nn.attention.functional import (
     attention_reference,
     scaled_dot_product_attention,
     tiled_attention,

@@ -11,15 +11,15 @@ from maskdraw import draw_mask
 
 import minigrad as mg
 import minigrad.nn as nn
-from minigrad.nn import fused_attention
-from minigrad.nn.functional_attention import (
+from minigrad.nn.attention import dispatch
+from minigrad.nn.attention.functional import (
     attention_reference,
     packed_self_attention,
     scaled_dot_product_attention,
 )
-from minigrad.nn.fused_attention import _first_key_weights, _max_weights
-from minigrad.nn.packed_attention import PackedAttention
-from minigrad.nn.tiled_attention import TiledAttention
+from minigrad.nn.attention.one_block import _first_key_weights, _max_weights
+from minigrad.nn.attention.packed import PackedAttention
+from minigrad.nn.attention.tiled import TiledAttention
 from minigrad.testing import arrays
 
 # ----------------------------------------------------------------------------- first-key reference
@@ -158,9 +158,9 @@ def test_packed_dropout_and_weights_match_separate_heads_after_the_same_seed():
 
 
 def test_packed_long_sequences_take_the_tiled_kernel_and_save_nothing_t_by_t(monkeypatch):
-    monkeypatch.setattr(fused_attention, "TILED_MIN_SCORES", 0)
+    monkeypatch.setattr(dispatch, "TILED_MIN_SCORES", 0)
     rng = np.random.default_rng(4)
-    T = fused_attention.TILED_MIN_LENGTH + 2  # two query blocks, the second with 3 rows
+    T = dispatch.TILED_MIN_LENGTH + 2  # two query blocks, the second with 3 rows
     qkv, g = rng.standard_normal((1, T, 6)), rng.standard_normal((1, T, 2))
     x = mg.tensor(qkv, requires_grad=True)
     out = packed_self_attention(x, 1, is_causal=True)
@@ -176,9 +176,9 @@ def test_packed_long_sequences_take_the_tiled_kernel_and_save_nothing_t_by_t(mon
 
 
 def test_packed_tiled_with_a_learned_bias_matches_separate_heads(monkeypatch):
-    monkeypatch.setattr(fused_attention, "TILED_MIN_SCORES", 0)
+    monkeypatch.setattr(dispatch, "TILED_MIN_SCORES", 0)
     rng = np.random.default_rng(5)
-    T = fused_attention.TILED_MIN_LENGTH + 2
+    T = dispatch.TILED_MIN_LENGTH + 2
     qkv, bias = rng.standard_normal((1, T, 12)), rng.standard_normal((T, T))
     g = rng.standard_normal((1, T, 4))
     results = []

@@ -7,14 +7,14 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import minigrad as mg
-from minigrad.nn import fused_attention
-from minigrad.nn.functional_attention import (
+from minigrad.nn.attention import dispatch
+from minigrad.nn.attention.functional import (
     attention_reference,
     scaled_dot_product_attention,
     tiled_attention,
 )
-from minigrad.nn.fused_attention import Attention
-from minigrad.nn.tiled_attention import TiledAttention
+from minigrad.nn.attention.one_block import Attention
+from minigrad.nn.attention.tiled import TiledAttention
 from minigrad.testing import arrays, attention_cases, attention_grads
 
 blocks = st.tuples(st.integers(1, 4), st.integers(1, 4))  # tiny tiles: T is rarely a multiple
@@ -196,22 +196,22 @@ def test_saved_arrays_hold_nothing_of_size_tq_by_tk():
     ],
 )
 def test_scaled_dot_product_attention_picks_the_kernel(monkeypatch, options, kernel):
-    monkeypatch.setattr(fused_attention, "TILED_MIN_SCORES", 2 * 36)  # (B, H) = (1, 2), T = 6
-    monkeypatch.setattr(fused_attention, "TILED_MIN_LENGTH", 5)
+    monkeypatch.setattr(dispatch, "TILED_MIN_SCORES", 2 * 36)  # (B, H) = (1, 2), T = 6
+    monkeypatch.setattr(dispatch, "TILED_MIN_LENGTH", 5)
     ts = [mg.randn(1, 2, 6, 3, requires_grad=True) for _ in range(3)]
     out = scaled_dot_product_attention(*ts, is_causal=True, **options)
     out = out[0] if isinstance(out, tuple) else out
     assert type(out._node) is kernel
     short = scaled_dot_product_attention(*(t[..., :5, :] for t in ts), is_causal=True)
     assert type(short._node) is Attention  # 5 x 5 scores: below the threshold
-    monkeypatch.setattr(fused_attention, "TILED_MIN_LENGTH", 7)
+    monkeypatch.setattr(dispatch, "TILED_MIN_LENGTH", 7)
     assert type(scaled_dot_product_attention(*ts, is_causal=True)._node) is Attention  # T = 6: too short
 
 
 def test_record_attention_uses_the_untiled_kernel(monkeypatch):
     import minigrad.nn as nn
 
-    monkeypatch.setattr(fused_attention, "TILED_MIN_SCORES", 1)
+    monkeypatch.setattr(dispatch, "TILED_MIN_SCORES", 1)
     ts = [mg.randn(1, 6, 3) for _ in range(3)]
     with nn.record_attention() as maps:
         scaled_dot_product_attention(*ts, is_causal=True)

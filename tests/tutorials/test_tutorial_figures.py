@@ -344,7 +344,7 @@ def test_12_the_online_softmax_the_tiles_and_the_memory(runs):
     for measured, quoted, kernel in zip(table, (tiled, untiled), ("tiled", "one-pass")):
         _agrees(float(measured), quoted, what=f"the README's {kernel} time at T = {length}, quoted by 12")
     assert float(tiled) < float(untiled)
-    from minigrad.nn.fused_attention import TILED_MIN_LENGTH, TILED_MIN_SCORES
+    from minigrad.nn.attention.dispatch import TILED_MIN_LENGTH, TILED_MIN_SCORES
     scores, length = _stated(text, r"tiled kernel from 2\^(\d+) scores .*? at least (\d+),")
     assert (2 ** int(scores), int(length)) == (TILED_MIN_SCORES, TILED_MIN_LENGTH)
 

@@ -5,26 +5,28 @@ Tensor ops: read it first), then the same computed by the kernels, `scaled_dot_p
     scores = q @ k^T * scale (+ mask)      weights = softmax(scores)      out = weights @ v
 
 The mask rule (True = may attend) is stated in `minigrad.nn.attention`. The kernels, each a
-Function over plain numpy forward and backward functions: `Attention` (fused_attention.py),
-`TiledAttention` (tiled_attention.py, for long sequences) and `PackedAttention`
-(packed_attention.py, q, k and v in one array, with the KV cache of generation). An open
-`nn.record_attention` gets the weights of each call (attention_maps.py).
+Function over plain numpy forward and backward functions: `Attention` (one_block.py),
+`TiledAttention` (tiled.py, for long sequences; `use_tiled`, dispatch.py, decides) and
+`PackedAttention` (packed.py, q, k and v in one array, with the KV cache of generation, cache.py).
+An open `nn.record_attention` gets the weights of each call (maps.py).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 
 from minigrad import Function, Tensor, is_grad_enabled
 
-from .attention_maps import _record, _recorders
-from .fused_attention import Attention, _causal, _dropout_keep, use_tiled
-from .packed_attention import KVCache, PackedAttention
-from .tiled_attention import BLOCK_K, BLOCK_Q, TiledAttention
+from .cache import KVCache
+from .dispatch import use_tiled
+from .helpers import _causal, _default_scale, _dropout_keep, _record, _recorders, _scale_name
+from .masks import check_float_mask, mask_dtype_error
+from .one_block import Attention
+from .packed import PackedAttention
+from .tiled import BLOCK_K, BLOCK_Q, TiledAttention
 
 
 def attention_reference(
@@ -305,38 +307,3 @@ def _split_mask(name: str, mask: Any, scores: tuple[int, ...],
         causal = _causal(scores[-2], scores[-1])
         allowed = causal if allowed is None else allowed & causal
     return bias, allowed
-
-
-_MASK_ADVICE = ("use a bool mask (True = may attend, e.g. mask == 1) or a float mask with -inf where "
-                "attending is forbidden and 0 elsewhere")
-
-
-def mask_dtype_error(name: str, dtype: Any) -> str:
-    """The error for a mask that is neither bool nor float (an int 0/1 mask, say)."""
-    return (f"{name}: the mask must be bool (True = may attend) or float (added to the scores), "
-            f"not {dtype}; {_MASK_ADVICE}")
-
-
-def check_float_mask(name: str, mask: Tensor) -> None:
-    """Warn (once per process, by the default warning filter) when a float mask holds only 0s
-    and 1s: it is added to the scores, so it forbids nothing (a causal model then sees the
-    future); it was almost surely meant as a bool mask. A learnable bias is not checked. Two
-    passes over the mask (min and max) settle almost every mask; only one within [0, 1] costs
-    a third."""
-    if mask.requires_grad or mask.size == 0:
-        return
-    d = mask.data
-    if d.max() == 1 and d.min() >= 0 and ((d == 0) | (d == 1)).all():
-        warnings.warn(f"{name}: the float mask holds only 0s and 1s; it is added to the scores, so "
-                      f"it masks nothing: {_MASK_ADVICE}", UserWarning, stacklevel=2)
-
-
-def _default_scale(d: int) -> float:
-    """1 / sqrt(d); 1 for d = 0, where every score is an empty sum, 0, whatever the scale (the
-    softmax is then uniform and the output the mean of the values, as in PyTorch)."""
-    return 1.0 / math.sqrt(d) if d > 0 else 1.0
-
-
-def _scale_name(scale: float, d: int) -> str:
-    """`1/sqrt(d_k)` when the scale is the usual one, else its value."""
-    return "1/sqrt(d_k)" if d > 0 and math.isclose(scale, _default_scale(d)) else f"scale {scale:.4g}"

@@ -1,67 +1,27 @@
 """The one-block attention kernel: `attention_forward` and `attention_backward`, plain numpy
 functions with their derivation, under the `Attention` op.
 
-Read `attention_reference` (functional_attention.py, the lecture's three lines as Tensor ops)
-first: this kernel computes exactly that, with a hand-derived backward. The mask rule (True =
-may attend) is stated in `minigrad.nn.attention`. Long sequences go to the tiled kernel
-(tiled_attention.py), which never stores the (Tq, Tk) weights; `use_tiled` decides.
-`PackedAttention` (packed_attention.py) runs either kernel on q, k and v packed in one array.
+Read `attention_reference` (functional.py, the lecture's three lines as Tensor ops) first: this
+kernel computes exactly that, with a hand-derived backward. The mask rule (True = may attend) is
+stated in `minigrad.nn.attention`. Long sequences go to the tiled kernel (tiled.py), which never
+stores the (Tq, Tk) weights; `use_tiled` (dispatch.py) decides. `PackedAttention` (packed.py) runs
+either kernel on q, k and v packed in one array.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from minigrad import Function
 from minigrad.parallel import run_spans
-from minigrad.random import generator
 
-from .attention_tiles import _LOG2E, _with_column
-from .tiled_attention import BLOCK_Q
+from .helpers import _LOG2E, _T, _dropout_keep, _with_column
 
-# scaled_dot_product_attention takes the tiled kernel from this many scores (B * H * Tq * Tk)
-# on, when Tq and Tk are both at least TILED_MIN_LENGTH: below that A fits in cache and the
-# one-block kernel is faster. Measured on one thread with D = 32 (forward + backward, tiled /
-# untiled time): causal 0.80 at (B, H, T) = (1, 4, 256), 0.86 at (2, 4, 192), 1.03 at (1, 4, 192);
-# no mask 0.91 at (1, 4, 256). Within one block (T <= 128) the tiled kernel skips nothing and is
-# slower whatever the batch: 1.11 at (4, 4, 128), 1.09 at (16, 4, 64).
-TILED_MIN_SCORES = 2**18
 # A boolean mask of at most this many entries stays on the node, so that a drawing with
-# show_values can recompute the weights of a small attention (nn/attention_drawing.py).
+# show_values can recompute the weights of a small attention (drawing.py).
 SMALL_MASK = 4096
-TILED_MIN_LENGTH = BLOCK_Q + 1
-
-
-def use_tiled(scores: int, tq: int, tk: int, dropout_p: float, need_weights: bool) -> bool:
-    """Whether to take the tiled kernel: long enough, and nothing needs the weights themselves
-    (dropout, need_weights, an open `nn.record_attention`: the caller says so in need_weights)."""
-    return (scores >= TILED_MIN_SCORES and min(tq, tk) >= TILED_MIN_LENGTH and dropout_p == 0
-            and not need_weights)
-
-
-def _causal(tq: int, tk: int, offset: int = 0) -> np.ndarray:
-    """(Tq, Tk) bool, True where key j <= query i + offset (0: top-left aligned, like torch.tril;
-    Tk - Tq: the last query on the last key, as with a KV cache)."""
-    return np.tri(tq, tk, k=offset, dtype=bool)
-
-
-def _dropout_keep(shape: tuple[int, ...], p: float, dtype: Any) -> np.ndarray:
-    """Inverted-dropout multipliers: 1/(1-p) with probability 1-p, else 0 (global generator).
-
-    Both attention paths draw through here, so after the same `manual_seed` they drop the
-    same weights and can be compared with dropout on.
-    """
-    if p >= 1:
-        return np.zeros(shape, dtype=dtype)
-    keep = generator().random(shape, dtype=np.float32) >= p  # as kernels.Dropout draws
-    return keep * np.dtype(dtype).type(1.0 / (1.0 - p))
-
-
-def _T(x: np.ndarray) -> np.ndarray:
-    return x.swapaxes(-1, -2)
 
 
 # ----------------------------------------------------------------------------- the kernel
@@ -167,9 +127,10 @@ def _backward_rows(g, q, k, v, e, keep, out, scale, dq, dk, dv, ds) -> None:
     if ds is None:
         ds = np.empty(np.broadcast_shapes(e.shape, g.shape[:-1] + (1,)), np.result_type(e, g))
     if keep is None:
-        _matmul_into(_with_column(g, -rowsum), _with_column_t(v, 1), ds)  # 1. and 3.: dA - rowsum
+        # 1. and 3.: dA - rowsum
+        _matmul_into(_with_column(g, -rowsum), _with_column(v, 1, transposed=True), ds)
     else:
-        _matmul_into(g, _with_column_t(v, None), ds)  # 1. dP = g V^T
+        _matmul_into(g, _with_column(v, None, transposed=True), ds)  # 1. dP = g V^T
         ds *= keep  # 2. dA = dP * keep
         ds -= rowsum
     ds *= e  # 3. dS = A * (dA - rowsum(dA * A)), in place
@@ -211,7 +172,8 @@ def _matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
 
 def _max_weights(q, k, bias, allowed, scale) -> np.ndarray:
     """A = softmax(S) with the row max as reference: the forward's first two lines as written."""
-    s = (q * q.dtype.type(scale)) @ _with_column_t(k, None)  # scale the (Tq, d) side, not (Tq, Tk)
+    # scale the (Tq, d) side, not (Tq, Tk)
+    s = (q * q.dtype.type(scale)) @ _with_column(k, None, transposed=True)
     if bias is not None:
         s = s + bias.astype(s.dtype, copy=False)
     if allowed is not None:
@@ -281,7 +243,8 @@ def _first_key_rows(q, k, v, allowed, scale, e: np.ndarray, acc: np.ndarray) -> 
             e -= e[..., :1]  # (S - S_i0) log2(e)
         else:
             first = qc @ _T(k[..., :1, :])  # (..., Tq, 1): S_i0 log2(e)
-            _matmul_into(_with_column(qc, -first), _with_column_t(k, 1), e)  # (S - S_i0) log2(e)
+            # (S - S_i0) log2(e)
+            _matmul_into(_with_column(qc, -first), _with_column(k, 1, transposed=True), e)
         np.exp2(e, out=e)
         if allowed is not None:
             np.multiply(e, allowed, out=e)
@@ -300,16 +263,6 @@ def _max_total(dtype: np.dtype) -> float:
     row-max path's A <= 1, and g / l at most a quarter below g: what the dtype leaves either side
     of ordinary values is still there."""
     return 2.0 ** (np.finfo(dtype).maxexp // 4)
-
-
-def _with_column_t(x: np.ndarray, column) -> np.ndarray:
-    """[x, column]^T (or x^T for column None) as a contiguous (..., f (+ 1), T) array: numpy
-    multiplies batches of small matrices about 2x faster from it than from a transposed view."""
-    out = np.empty(x.shape[:-2] + (x.shape[-1] + (column is not None), x.shape[-2]), x.dtype)
-    out[..., :x.shape[-1], :] = _T(x)
-    if column is not None:
-        out[..., -1, :] = column
-    return out
 
 
 # ----------------------------------------------------------------------------- the op

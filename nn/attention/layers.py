@@ -1,116 +1,24 @@
-"""Attention layers: multi-head scaled dot-product, additive (Bahdanau) and bilinear attention,
-and the mask helpers.
-
-The mask rule, for every mask in minigrad:
-    * A boolean mask means **True = may attend**: query i may look at key j where
-      mask[..., i, j] is True (the lecture's `scores.masked_fill(~mask, -inf)`, and PyTorch's
-      `F.scaled_dot_product_attention` rule).
-    * It broadcasts to the weights' shape (B, H, Tq, Tk) (to (B, Tq, Tk) for the single-head
-      layers): a (Tq, Tk) mask is shared by the whole batch, a (B, 1, 1, Tk) mask from
-      `padding_mask` hides padded keys of each sequence.
-    * A float mask is added to the scores (0 = keep, -inf = forbid, anything else biases).
-    * Masking happens before the softmax, as -inf, so the remaining weights of a row still
-      sum to 1; a row with nothing to attend to gives weights 0 and output 0, never NaN.
-    * `is_causal=True` builds the causal mask tril(ones(Tq, Tk)) (aligned top-left, as in
-      PyTorch) and combines it with any mask given: a key must pass both.
+"""Attention layers: multi-head scaled dot-product (`MultiheadAttention`), additive (Bahdanau)
+and bilinear attention. Their masks follow the rule stated in `minigrad.nn.attention` (masks.py).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from minigrad import Tensor, cat
 
-from . import functional as F
-from . import init as nn_init
-from .attention_maps import _record, _recorders
-from .functional import _need_tensor, linear
-from .functional_attention import attention_reference, check_float_mask, mask_dtype_error
-from .fused_attention import _causal
-from .layers import Linear
-from .mask_conventions import combine_masks, from_torch_masks
-from .module import Module, Parameter
-from .packed_attention import KVCache
-
-# ----------------------------------------------------------------------------- masks
-
-
-def _batch_first(name: str, batch_first: bool) -> None:
-    """minigrad is batch-first: accept PyTorch's batch_first=True, refuse False clearly."""
-    if not batch_first:
-        raise ValueError(f"{name}: minigrad is batch-first, (B, T, E); batch_first=False is not "
-                         "supported: pass (B, T, E) inputs (x.transpose(0, 1) of a (T, B, E) one)")
-
-
-def causal_mask(T: int, S: int | None = None) -> Tensor:
-    """(T, S) bool, True where key j <= query i: each position sees itself and the past.
-
-    S defaults to T. For T != S the mask is aligned top-left (tril(ones(T, S))), as in PyTorch.
-    """
-    return Tensor(_causal(T, T if S is None else S))
-
-
-def padding_mask(lengths_or_tokens: Any, pad: int | None = None, max_len: int | None = None) -> Tensor:
-    """A key-padding mask (B, 1, 1, T), True at real tokens, False at padding.
-
-    Args:
-        lengths_or_tokens: either the lengths of the B sequences (1-D, ints), or a (B, T)
-            tensor of token ids padded with `pad`.
-        pad: the padding id; give it exactly when passing tokens.
-        max_len: with lengths, the padded length T (default: the longest length).
-
-    Returns:
-        a bool Tensor (B, 1, 1, T) that broadcasts against the weights (B, H, Tq, T).
-    """
-    data = np.asarray(getattr(lengths_or_tokens, "data", lengths_or_tokens))
-    if data.dtype.kind not in "iu":
-        raise TypeError(f"padding_mask: expected integer lengths or token ids, not {data.dtype}")
-    if pad is not None:
-        if data.ndim != 2:
-            raise ValueError(f"padding_mask: tokens must have shape (B, T), got {data.shape}")
-        if max_len is not None:
-            raise ValueError("padding_mask: max_len goes with lengths; tokens already give T")
-        keep = data != pad
-    else:
-        if data.ndim != 1:
-            raise ValueError(
-                f"padding_mask: lengths must be 1-D, got shape {data.shape} "
-                "(for a (B, T) tensor of token ids pass pad=<padding id>)"
-            )
-        longest = int(data.max(initial=0))
-        T = longest if max_len is None else max_len
-        if longest > T or (data.size and data.min() < 0):
-            raise ValueError(f"padding_mask: lengths {data.tolist()} must lie in [0, max_len={T}]")
-        keep = np.arange(T) < data[:, None]
-    return Tensor(keep[:, None, None, :])
-
-
-def masked_softmax(scores: Tensor, mask: Any = None, name: str = "masked_softmax") -> Tensor:
-    """softmax over the last axis of `scores` (..., Tq, Tk) after applying `mask` (the rule above)."""
-    _need_tensor(name, "scores", scores)
-    if mask is None:
-        return scores.softmax(dim=-1)
-    m = mask if isinstance(mask, Tensor) else Tensor(np.asarray(mask))
-    try:
-        shape = np.broadcast_shapes(m.shape, scores.shape)
-    except ValueError:
-        shape = None
-    if shape != scores.shape:
-        raise ValueError(
-            f"{name}: mask of shape {m.shape} does not broadcast to the scores' shape {scores.shape}"
-        )
-    if m.dtype == np.bool_:
-        scores = scores.masked_fill(~m, -math.inf)
-    elif m.dtype.kind == "f":
-        check_float_mask(name, m)
-        scores = scores + m
-    else:
-        raise TypeError(mask_dtype_error(name, m.dtype))
-    return scores.softmax(dim=-1)
-
+from .. import functional as F
+from .. import init as nn_init
+from ..functional import linear
+from ..layers import Linear
+from ..module import Module, Parameter
+from .cache import KVCache
+from .functional import attention_reference
+from .helpers import _batch_first, _record, _recorders
+from .masks import combine_masks, from_torch_masks, masked_softmax
 
 # ----------------------------------------------------------------------------- multi-head
 

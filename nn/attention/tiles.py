@@ -1,6 +1,5 @@
-"""The block grid of the tiled attention kernel (`_Tiles`: which tiles to visit, each tile's
-masked scores), and the array helpers both attention kernels share (one more column folded into
-a matmul, contiguous transposed blocks).
+"""The block grid of the tiled attention kernel (tiled.py): `_Tiles`, which tiles to visit and
+each tile's masked scores, and `_LOG2E`, the factor of its exp2 (helpers.py shares both).
 """
 
 from __future__ import annotations
@@ -86,14 +85,14 @@ class _Tiles:
         return s
 
     def key_tile(self, blocks: list[np.ndarray], j0: int, j1: int) -> np.ndarray:
-        """Keys j0..j1-1 (within one key block) of `_append_t`'s blocks, as (N, f + 1, j1 - j0)."""
+        """Keys j0..j1-1 (within one key block) of `_append_t`'s blocks (tiled.py), as (N, f + 1, j1 - j0)."""
         block = blocks[j0 // self.bk]
         return block if j1 - j0 == block.shape[2] else block[:, :, :j1 - j0]
 
     def first_scores(self, q_blk, kf, i0, i1):
         """S_i0 for the rows of q_blk (N, bq, 1), when key 0 is allowed for every query (no bool
         mask, diagonal at or above it) and finite: the reference `_fixed_reference`
-        (tiled_attention.py) sums against; else -inf (for a head, when one of its S_i0 is not
+        (tiled.py) sums against; else -inf (for a head, when one of its S_i0 is not
         finite)."""
         m = np.full(q_blk.shape[:2] + (1,), -np.inf, q_blk.dtype)
         if self.allowed is not None or (self.offset is not None and self.offset < 0) or self.tk == 0:
@@ -166,30 +165,6 @@ class _Tiles:
         target = _cut(dbias, i0, i1, j0, j1)
         axes = tuple(a for a, (t, s) in enumerate(zip(target.shape, ds4.shape)) if t == 1 and s != 1)
         target += ds4.sum(axis=axes, keepdims=True) if axes else ds4
-
-
-def _with_column(x: np.ndarray, column) -> np.ndarray:
-    """[x, column]: x (..., T, f) with one more feature, a constant or a (..., T, 1) array
-    (leading axes broadcast)."""
-    lead = x.shape[:-1] if np.isscalar(column) else np.broadcast_shapes(x.shape[:-1], column.shape[:-1])
-    out = np.empty(lead + (x.shape[-1] + 1,), x.dtype)
-    out[..., :-1] = x
-    out[..., -1:] = column
-    return out
-
-
-def _append_t(x: np.ndarray, column, width: int) -> list[np.ndarray]:
-    """[x, column]^T cut into blocks of `width` rows of x, each one contiguous (N, f + 1, width)
-    array: BLAS multiplies such a block about 1.6x faster than the same columns sliced out of one
-    (N, f + 1, T) array (measured at 128 keys, D = 32), and faster than a transposed view."""
-    blocks = []
-    for j0 in range(0, x.shape[1], width):
-        part = x[:, j0:j0 + width]
-        out = np.empty((x.shape[0], x.shape[2] + 1, part.shape[1]), x.dtype)
-        out[:, :-1] = part.transpose(0, 2, 1)
-        out[:, -1] = column
-        blocks.append(out)
-    return blocks
 
 
 def _cut(x: np.ndarray, i0: int, i1: int, j0: int, j1: int) -> np.ndarray:

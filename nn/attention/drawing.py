@@ -12,10 +12,10 @@ from minigrad import Function
 from minigrad.autograd import KEEP_VALUES
 from minigrad.viz import register_pipeline
 
-from .functional_attention import _scale_name
-from .fused_attention import Attention
-from .packed_attention import PackedAttention
-from .tiled_attention import TiledAttention
+from .helpers import _scale_name
+from .one_block import Attention
+from .packed import PackedAttention
+from .tiled import TiledAttention
 
 
 def attention_pipeline(node: Function) -> list[tuple]:
@@ -101,7 +101,8 @@ def _attention_steps(node: Function, q: tuple, k: tuple, v: tuple, q_in, k_in, v
 
 
 def register_attention_drawings() -> None:
-    """Tell viz how to draw the three attention kernels (`minigrad.nn` calls this once)."""
+    """Tell viz how to draw the three attention kernels (`minigrad.nn.attention` calls this once,
+    on import)."""
     register_pipeline(Attention, attention_pipeline)
     register_pipeline(TiledAttention, attention_pipeline)
     register_pipeline(PackedAttention, packed_attention_pipeline)

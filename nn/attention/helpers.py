@@ -1,0 +1,80 @@
+"""The private names the attention modules share, each defined once, so that a private name goes
+from one module of the package to another only through here: the kernels' array helpers (`_T`,
+the one column helper `_with_column`), the causal mask as an array (`_causal`), dropout's
+multipliers, the default scale and its name, the batch-first check of the layers; and, re-exported
+from the modules they belong to, the tiled kernel's block grid (`_Tiles`, with `_LOG2E`: tiles.py)
+and the recorder of `nn.record_attention` (`_record`, `_recorders`: maps.py).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from minigrad.random import generator
+
+from .maps import _record, _recorders  # noqa: F401  (re-exported: see the docstring)
+from .tiles import _LOG2E, _Tiles  # noqa: F401  (re-exported: see the docstring)
+
+
+def _T(x: np.ndarray) -> np.ndarray:
+    return x.swapaxes(-1, -2)
+
+
+def _with_column(x: np.ndarray, column, transposed: bool = False) -> np.ndarray:
+    """[x, column]: x (..., T, f) with one more feature, a constant or a (..., T, 1) array
+    (leading axes broadcast); a subtraction is folded into a matmul by it:
+    [X, -c] [Y, 1]^T = X Y^T - c.
+
+    transposed: [x, column]^T (or x^T for column None) as a contiguous (..., f (+ 1), T) array:
+    numpy multiplies batches of small matrices about 2x faster from it than from a transposed view.
+    """
+    if transposed:
+        out = np.empty(x.shape[:-2] + (x.shape[-1] + (column is not None), x.shape[-2]), x.dtype)
+        out[..., :x.shape[-1], :] = _T(x)
+        if column is not None:
+            out[..., -1, :] = column
+        return out
+    lead = x.shape[:-1] if np.isscalar(column) else np.broadcast_shapes(x.shape[:-1], column.shape[:-1])
+    out = np.empty(lead + (x.shape[-1] + 1,), x.dtype)
+    out[..., :-1] = x
+    out[..., -1:] = column
+    return out
+
+
+def _causal(tq: int, tk: int, offset: int = 0) -> np.ndarray:
+    """(Tq, Tk) bool, True where key j <= query i + offset (0: top-left aligned, like torch.tril;
+    Tk - Tq: the last query on the last key, as with a KV cache)."""
+    return np.tri(tq, tk, k=offset, dtype=bool)
+
+
+def _dropout_keep(shape: tuple[int, ...], p: float, dtype: Any) -> np.ndarray:
+    """Inverted-dropout multipliers: 1/(1-p) with probability 1-p, else 0 (global generator).
+
+    Both attention paths draw through here, so after the same `manual_seed` they drop the
+    same weights and can be compared with dropout on.
+    """
+    if p >= 1:
+        return np.zeros(shape, dtype=dtype)
+    keep = generator().random(shape, dtype=np.float32) >= p  # as kernels.Dropout draws
+    return keep * np.dtype(dtype).type(1.0 / (1.0 - p))
+
+
+def _default_scale(d: int) -> float:
+    """1 / sqrt(d); 1 for d = 0, where every score is an empty sum, 0, whatever the scale (the
+    softmax is then uniform and the output the mean of the values, as in PyTorch)."""
+    return 1.0 / math.sqrt(d) if d > 0 else 1.0
+
+
+def _scale_name(scale: float, d: int) -> str:
+    """`1/sqrt(d_k)` when the scale is the usual one, else its value."""
+    return "1/sqrt(d_k)" if d > 0 and math.isclose(scale, _default_scale(d)) else f"scale {scale:.4g}"
+
+
+def _batch_first(name: str, batch_first: bool) -> None:
+    """minigrad is batch-first: accept PyTorch's batch_first=True, refuse False clearly."""
+    if not batch_first:
+        raise ValueError(f"{name}: minigrad is batch-first, (B, T, E); batch_first=False is not "
+                         "supported: pass (B, T, E) inputs (x.transpose(0, 1) of a (T, B, E) one)")
