@@ -8,7 +8,7 @@
 import numpy as np
 
 from . import _source_tree, linalg, optim
-from .autograd import Function, enable_grad, is_grad_enabled, no_grad, set_grad_enabled, unbroadcast
+from .autograd import Function, unbroadcast
 from .creation import (
     arange,
     as_tensor,
@@ -181,6 +181,7 @@ from .functions_shape import (
     vstack,
 )
 from .functions_statistics import amax, amin, argmax, argmin, logsumexp, median, multinomial, norm, std, var
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck
 from .memory import keep_freed_memory
 from .random import manual_seed

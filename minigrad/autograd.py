@@ -17,14 +17,7 @@ import numpy as np
 from . import hooks as _hooks
 from . import versions as _versions
 from .grad_mode import DEFAULT as _DEFAULT
-from .grad_mode import (  # noqa: F401  (torch.autograd's face has them too: minigrad.autograd.no_grad)
-    current_scope,
-    enable_grad,
-    is_grad_enabled,
-    module_scope,
-    no_grad,
-    set_grad_enabled,
-)
+from .grad_mode import enable_grad, no_grad, set_grad_enabled  # noqa: F401  (torch.autograd has them too)
 from .grad_mode import get as _get_state
 
 # ----------------------------------------------------------------------------- Function

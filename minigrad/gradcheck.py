@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .autograd import no_grad
+from .grad_mode import no_grad
 from .tensor import Tensor
 
 SHOW_ARRAYS = 64  # inputs of at most this many elements get their arrays printed

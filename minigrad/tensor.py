@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import autograd, versions
+from . import autograd, grad_mode, versions
 from .ops.elementwise import (
     Add,
     Div,
@@ -367,7 +367,7 @@ class Tensor(ArithmeticMethods, MathMethods, PointwiseMethods, ShapeMethods, Ord
         PyTorch, the result must keep this tensor's kind of dtype: `int_tensor += 0.7` raises
         rather than truncating (float32 += float64 is fine: same kind, rounded).
         """
-        if autograd.is_grad_enabled() and self.requires_grad:
+        if grad_mode.is_grad_enabled() and self.requires_grad:
             raise RuntimeError(
                 f"{symbol}: in-place update of a tensor that requires grad; wrap it in `with no_grad():`"
             )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from . import autograd, versions
+from . import grad_mode, versions
 from .ops.indexing import (
     Gather,
     IndexAdd,
@@ -239,7 +239,7 @@ class IndexingMethods:
             raise IndexError(str(e).replace("getitem", "setitem", 1)) from None
         steps = (_ints_first(index) if type(index) is tuple else None) or (index,)
         v = value if isinstance(value, IndexingMethods) else self._make(np.asarray(value, self.dtype), None)
-        graph = autograd.is_grad_enabled() and (self.requires_grad or v.requires_grad)
+        graph = grad_mode.is_grad_enabled() and (self.requires_grad or v.requires_grad)
         if graph:
             _check_writable_in_graph(self, v)
         if not self.data.flags.writeable:

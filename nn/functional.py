@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from minigrad import Tensor
-from minigrad.autograd import current_scope
+from minigrad.grad_mode import current_scope
 from minigrad.ops.reduce import LogSoftmax, Softmax
 from minigrad.viz import describe_scope
 

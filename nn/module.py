@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple
 import numpy as np
 
 from minigrad import Tensor
-from minigrad.autograd import module_scope
+from minigrad.grad_mode import module_scope
 
 
 class Parameter(Tensor):

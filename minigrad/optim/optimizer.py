@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ..autograd import enable_grad
+from ..grad_mode import enable_grad
 from ..tensor import Tensor
 from ..versions import bump
 

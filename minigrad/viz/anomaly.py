@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import autograd, hooks
+from .. import grad_mode, hooks
 from ..autograd import Function
 from ._names import Names, shape_text
 
@@ -98,7 +98,7 @@ def _check_forward(ctx: Function, inputs: tuple, out: np.ndarray, names: Names) 
     new_inf = inf and not (came_nan or came_inf) and ctx.name not in INF_ALLOWED
     if new_nan or new_inf:
         # ctx.scope is set only after the checks run, so ask the engine where we are now.
-        _raise(ctx, inputs, out, "forward", autograd.current_scope(), names,
+        _raise(ctx, inputs, out, "forward", grad_mode.current_scope(), names,
                f"made {_what(out)} in its output from inputs that had none")
 
 

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from minigrad.autograd import current_scope
+from minigrad.grad_mode import current_scope
 
 
 class _Recorders(threading.local):

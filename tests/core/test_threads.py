@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import autograd, hooks
+from minigrad import grad_mode, hooks
 from minigrad.viz import AnomalyError, detect_anomaly, trace_backward
 
 TIMEOUT = 10  # seconds; a wait that runs out fails the test instead of hanging the suite
@@ -170,7 +170,7 @@ def test_module_scope_tags_only_nodes_of_its_own_thread():
     region = object()
 
     def scoped():
-        with autograd.module_scope(region):
+        with grad_mode.module_scope(region):
             inside.set()
             wait(done)
             return (mg.tensor([1.0], requires_grad=True) * 2).grad_fn.scope
@@ -179,6 +179,6 @@ def test_module_scope_tags_only_nodes_of_its_own_thread():
     worker.start()
     wait(inside)
     here = (mg.tensor([1.0], requires_grad=True) * 2).grad_fn.scope
-    assert autograd.current_scope() == ()
+    assert grad_mode.current_scope() == ()
     done.set()
     assert worker.join() == (region,) and here == ()

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import minigrad as mg
-from minigrad import autograd, hooks
+from minigrad import grad_mode, hooks
 from minigrad.autograd import broadcast_axes
 from minigrad.nn import Module, Parameter
 from minigrad.testing import arrays, broadcastable_shapes
@@ -309,7 +309,7 @@ def test_scope_object_without_names_falls_back_to_class_name():
         pass
 
     x = mg.tensor([1.0, 2.0], requires_grad=True)
-    with autograd.module_scope(Region()):
+    with grad_mode.module_scope(Region()):
         y = x.exp()
     src = draw_graph(y.sum()).source
     assert 'label="Region"' in src and 'label="Exp"' in src
