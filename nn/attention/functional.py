@@ -22,7 +22,8 @@ from minigrad import Function, Tensor, is_grad_enabled
 
 from .cache import KVCache
 from .dispatch import use_tiled
-from .helpers import _causal, _default_scale, _dropout_keep, _record, _recorders, _scale_name
+from .helpers import _causal, _default_scale, _dropout_keep, _scale_name
+from .maps import _record, _recorders
 from .masks import check_float_mask, mask_dtype_error
 from .one_block import Attention
 from .packed import PackedAttention

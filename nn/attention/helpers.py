@@ -1,10 +1,9 @@
-"""The private names the attention modules share, each defined once, so that a private name goes
-from one module of the package to another only through here: the kernels' array helpers (`_T`,
-the one column helper `_with_column`), the causal mask as an array (`_causal`), dropout's
-multipliers, the default scale and its name, the batch-first check of the layers; and, re-exported
-from the modules they belong to, the tiled kernel's block grid (`_Tiles`, with `_LOG2E`: tiles.py)
-and the recorder of `nn.record_attention` (`_record`, `_recorders`: maps.py).
-"""
+"""The private names several attention modules share, each defined once: the kernels' array
+helpers (`_T`, the one column helper `_with_column`, `_LOG2E` for exp2), the causal mask as an
+array (`_causal`), dropout's multipliers, the default scale and its name, the batch-first check
+of the layers. A private name belongs to one module and is imported from it alone (the tiled
+kernel's grid `_Tiles` from tiles.py, the recorder `_record` from maps.py); only the names here
+are imported outside the package (nn/transformer.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ import numpy as np
 
 from minigrad.random import generator
 
-from .maps import _record, _recorders  # noqa: F401  (re-exported: see the docstring)
-from .tiles import _LOG2E, _Tiles  # noqa: F401  (re-exported: see the docstring)
+_LOG2E = math.log2(math.e)  # exp(x) = 2**(x log2(e)): the kernels' exp2 (tiles.py, one_block.py)
 
 
 def _T(x: np.ndarray) -> np.ndarray:

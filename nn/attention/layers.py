@@ -17,7 +17,8 @@ from ..layers import Linear
 from ..module import Module, Parameter
 from .cache import KVCache
 from .functional import attention_reference
-from .helpers import _batch_first, _record, _recorders
+from .helpers import _batch_first
+from .maps import _record, _recorders
 from .masks import combine_masks, from_torch_masks, masked_softmax
 
 # ----------------------------------------------------------------------------- multi-head

@@ -16,7 +16,8 @@ import numpy as np
 from minigrad import Function
 from minigrad.parallel import run_spans
 
-from .helpers import _LOG2E, _Tiles, _with_column
+from .helpers import _LOG2E, _with_column
+from .tiles import _Tiles
 
 # Default block sizes (queries, keys), chosen on one thread, D = 32, causal, (B, H) = (1, 4),
 # forward + backward: at T = 2048 and 4096, 128 x 128, 128 x 192 and 192 x 128 came within noise

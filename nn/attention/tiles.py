@@ -1,6 +1,5 @@
 """The block grid of the tiled attention kernel (tiled.py): `_Tiles`, which tiles to visit and
-each tile's masked scores, and `_LOG2E`, the factor of its exp2 (helpers.py shares both).
-"""
+each tile's masked scores, in exp2's units (helpers._LOG2E)."""
 
 from __future__ import annotations
 
@@ -8,8 +7,9 @@ import math
 
 import numpy as np
 
+from .helpers import _LOG2E
+
 _SKIP = False  # a block whose every score is masked: not computed at all
-_LOG2E = math.log2(math.e)  # exp(x) = 2**(x log2(e)); see `_Tiles.exp_scores`
 
 
 class _Tiles:

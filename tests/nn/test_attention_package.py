@@ -1,6 +1,7 @@
 """The layout of the attention package (nn/attention/), read off its modules' imports with `ast`:
-the kernels never import the layers or the functional forms, and a private name of the package
-goes from one module to another only through helpers.py."""
+the kernels never import the layers or the functional forms, a private name of the package is
+imported only from the module that defines it (no module re-exports another's), and outside the
+package only the shared helpers' (helpers.py)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,8 @@ KERNELS = {"one_block", "tiled", "packed"}
 BELOW_KERNELS = {"dispatch", "masks", "helpers", "cache", "tiles"}
 ABOVE_KERNELS = {"layers", "functional", "maps", "drawing"}
 # Where the library's own code lives (tests, tutorials and benchmarks may reach a private name to
-# test or show it; the library does not).
-LIBRARY = {"nn": "minigrad.nn", "models": "minigrad.models", "exercises": "minigrad.exercises",
-           "export": "minigrad.export", "minigrad": "minigrad"}
+# test or show it; the library does not): minigrad/ holds exercises/ and export/ too.
+LIBRARY = {"nn": "minigrad.nn", "models": "minigrad.models", "minigrad": "minigrad"}
 
 
 def _module_name(path: Path) -> str:
@@ -91,19 +91,36 @@ def _library_files() -> list[Path]:
     return [p for folder in LIBRARY for p in sorted((ROOT / folder).rglob("*.py")) if "stubs" not in p.parts]
 
 
+def _defined_in(module: str) -> set[str]:
+    """The names a package module's own top-level statements define (not those it imports)."""
+    tree = ast.parse((HERE / f"{module}.py").read_text())
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return names
+
+
 def _private_crossings(path: Path, module: str, shown: str) -> list[str]:
-    """Private names of a package module (other than helpers) that `path` (shown as `shown`)
-    imports or reads as `module_alias._name`."""
+    """Private names of a package module that `path` (shown as `shown`) imports from a module
+    that does not define them, or from outside the package from another module than helpers, or
+    reads as `module_alias._name`."""
     found, aliases = [], {}
     tree = ast.parse(path.read_text(), str(path))
     here = _in_package(module)
     for line, target, names in _imports(path, module):
         there = _in_package(target)
-        if there is None or there == here or there == "helpers":
+        if there is None or there == here or not there:
             continue
-        if here == "helpers":  # the one place that re-exports a module's private names
-            continue
-        found += [f"{shown}:{line}: {n} from {target}" for n in names if n.startswith("_")]
+        private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+        if here is None and there != "helpers":
+            found += [f"{shown}:{line}: {n} from {target}, outside the package" for n in private]
+        else:
+            found += [f"{shown}:{line}: {n} from {target}, which does not define it"
+                      for n in private if n not in _defined_in(there)]
     for node in ast.walk(tree):  # import minigrad.nn.attention.tiled as tiled; tiled._x
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
@@ -117,7 +134,7 @@ def _private_crossings(path: Path, module: str, shown: str) -> list[str]:
     return found
 
 
-def test_private_names_cross_modules_only_through_helpers():
+def test_private_names_come_from_where_they_are_defined():
     crossings = [c for p in _library_files()
                  for c in _private_crossings(p, _module_name(p), str(p.relative_to(ROOT)))]
     assert crossings == []
@@ -125,13 +142,17 @@ def test_private_names_cross_modules_only_through_helpers():
 
 def test_the_checks_see_a_planted_crossing_and_an_upward_kernel_import(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("from .one_block import _max_total\nfrom .helpers import _causal\n"
+    probe.write_text("from .helpers import _Tiles\nfrom .helpers import _causal\nfrom .tiles import _Tiles\n"
                      "from minigrad.nn.attention import tiled as t\nx = t._flat\n"
                      "from . import layers\n")
     name = f"{PACKAGE}.probe"
     crossings = _private_crossings(probe, name, "probe.py")
-    assert len(crossings) == 2 and "_max_total" in crossings[0] and "_flat" in crossings[1]
-    assert {m for _, t, _ in _imports(probe, name) if (m := _in_package(t))} >= {"layers", "one_block"}
+    assert len(crossings) == 2 and "_Tiles from" in crossings[0] and "_flat" in crossings[1]
+    outside = tmp_path / "outside.py"
+    outside.write_text("from minigrad.nn.attention.tiles import _Tiles\nfrom .attention.helpers import _T\n")
+    crossings = _private_crossings(outside, "minigrad.nn.outside", "outside.py")
+    assert len(crossings) == 1 and "outside the package" in crossings[0]
+    assert {m for _, t, _ in _imports(probe, name) if (m := _in_package(t))} >= {"layers", "tiles"}
 
 
 def test_the_face_offers_what_the_old_module_did():
