@@ -1,6 +1,22 @@
 """minigrad.nn: modules, layers, attention and transformer blocks built on minigrad tensors."""
 
 from . import functional, init, utils
+from .activation import (
+    ELU,
+    GELU,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softmin,
+    Softplus,
+    Tanh,
+)
 from .attention import (
     AdditiveAttention,
     BilinearAttention,
@@ -15,29 +31,9 @@ from .batchnorm import BatchNorm1d, BatchNorm2d
 from .bilinear import Bilinear
 from .containers import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d
-from .layers import (
-    ELU,
-    GELU,
-    Dropout,
-    Embedding,
-    Flatten,
-    Hardtanh,
-    Identity,
-    LayerNorm,
-    LeakyReLU,
-    Linear,
-    LogSigmoid,
-    LogSoftmax,
-    Mish,
-    ReLU,
-    Sigmoid,
-    SiLU,
-    Softmax,
-    Softmin,
-    Softplus,
-    Tanh,
-    Unflatten,
-)
+from .dropout import Dropout
+from .flatten import Flatten, Unflatten
+from .linear import Identity, Linear
 from .losses import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -50,11 +46,12 @@ from .losses import (
     SmoothL1Loss,
 )
 from .module import Module, Parameter, evaluating
-from .normalization import GroupNorm
+from .normalization import GroupNorm, LayerNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .recurrent import GRUCell, LSTMCell, RNNCell
 from .recurrent_layers import GRU, LSTM, RNN
+from .sparse import Embedding
 from .transformer import (
     TransformerDecoder,
     TransformerDecoderLayer,

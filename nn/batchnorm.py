@@ -17,8 +17,8 @@ import numpy as np
 
 from minigrad import Tensor
 
+from ._checks import _need_nc_input, _need_tensor, _where
 from .batchnorm_kernel import BatchNorm, batch_stats
-from .functional import _need_nc_input, _need_tensor, _where
 from .module import Module, Parameter
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from minigrad import Tensor
 
 from . import init
-from .functional import _need_tensor, _where
+from ._checks import _need_tensor, _where
 from .module import Module, Parameter
 
 

@@ -16,7 +16,7 @@ from minigrad import Tensor, cat
 from minigrad.ops.reduce import LogSoftmax
 
 from . import kernels
-from .functional import _check_reduction, _int_array, _need_tensor
+from ._checks import _check_reduction, _int_array, _need_tensor
 
 
 def _check_targets(fn: str, logits: Tensor, target: Any, ignore_index: int) -> np.ndarray:

@@ -15,8 +15,8 @@ import numpy as np
 from minigrad import Tensor
 
 from . import init
+from ._checks import _need_tensor, _where
 from .conv_kernels import Conv2d as _Conv2dKernel
-from .functional import _need_tensor, _where
 from .module import Module, Parameter
 from .padding import pad as _pad
 

@@ -19,9 +19,9 @@ from minigrad.autograd import Function
 from minigrad.ops.elementwise import Sigmoid
 from minigrad.ops.promotion import promote
 
-from .activations import Softplus
+from ._checks import _check_reduction, _need_tensor
+from .activation import SoftplusOp
 from .classification import _no_legacy, cross_entropy, nll_loss
-from .functional import _check_reduction, _need_tensor
 from .module import Module
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -262,7 +262,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = N
     fn = "binary_cross_entropy_with_logits"
     _no_legacy(fn, size_average, reduce)
     x, y = _pair(fn, input, target)
-    soft = Softplus.apply(-x, beta=1.0, threshold=float("inf"))  # -log(sigmoid(x))
+    soft = SoftplusOp.apply(-x, beta=1.0, threshold=float("inf"))  # -log(sigmoid(x))
     if pos_weight is None:
         loss = (1 - y) * x + soft
     else:

@@ -9,13 +9,15 @@ the chain rule through them.
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import numpy as np
 
 from minigrad import Tensor
 from minigrad.ops.reduce import accumulation_dtype
 
-from .functional import _need_nc_input, _need_tensor, _where
+from . import kernels
+from ._checks import _need_nc_input, _need_tensor, _where
 from .module import Module, Parameter
 
 
@@ -100,3 +102,61 @@ class GroupNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")
+
+
+def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalize over the last dimensions `normalized_shape` (see kernels.LayerNorm).
+
+    Shape:
+        input: (*, *normalized_shape); weight, bias: normalized_shape; output: like input.
+    """
+    _need_tensor("layer_norm", "the input", input)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if input.shape[input.ndim - len(shape):] != shape or len(shape) > input.ndim:
+        raise ValueError(f"layer_norm: input of shape {input.shape} does not end in normalized_shape {shape}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is None:
+            continue
+        _need_tensor("layer_norm", f"the {name}", p)
+        if p.shape != shape:
+            raise ValueError(f"layer_norm: {name} has shape {p.shape} but normalized_shape {shape} "
+                             f"needs {shape}{_where()}")
+    params = []
+    if weight is not None or bias is not None:
+        params.append(weight if weight is not None else Tensor(np.ones(shape, dtype=input.dtype)))
+    if bias is not None:
+        params.append(bias)
+    return kernels.LayerNorm.apply(input, *params, ndim=len(shape), eps=eps)
+
+
+class LayerNorm(Module):
+    """Layer normalization (Ba et al., 2016) over the last dimensions, then scale and shift:
+    y = (x - mean) / sqrt(var + eps) * weight + bias, with the biased variance.
+
+    Args:
+        normalized_shape: the trailing shape to normalize over (an int for the last axis).
+        eps: added to the variance, so that constant rows give 0 instead of NaN.
+        elementwise_affine: learn `weight` (ones at first) and `bias` (zeros at first).
+        bias: with elementwise_affine, whether to learn the bias too.
+
+    Shape:
+        - Input: (*, *normalized_shape)
+        - Output: the same shape as the input
+
+    Attributes:
+        weight, bias: normalized_shape, or None.
+    """
+
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5,
+                 elementwise_affine: bool = True, bias: bool = True):
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps, self.elementwise_affine = shape, eps, elementwise_affine
+        self.weight = Parameter(np.ones(shape, dtype=np.float32)) if elementwise_affine else None
+        self.bias = Parameter(np.zeros(shape, dtype=np.float32)) if elementwise_affine and bias else None
+
+    def forward(self, input: Tensor) -> Tensor:
+        return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"

@@ -16,7 +16,7 @@ import numpy as np
 from minigrad import Tensor
 from minigrad.autograd import Function
 
-from .functional import _need_tensor, _where
+from ._checks import _need_tensor, _where
 
 _MODES = ("constant", "reflect", "replicate", "circular")
 

@@ -11,11 +11,11 @@ import numpy as np
 
 from minigrad import Tensor
 
+from ._checks import _need_tensor, _where
 from .conv import _tuple
 from .conv_kernels import AvgPool2d as _AvgPool2dKernel
 from .conv_kernels import MaxPool2d as _MaxPool2dKernel
 from .conv_kernels import max_pool2d_indices, max_pool2d_scan, pool_out_size
-from .functional import _need_tensor, _where
 from .module import Module
 
 

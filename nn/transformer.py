@@ -23,8 +23,10 @@ from .attention import MultiheadAttention
 from .attention.helpers import _batch_first
 from .attention.masks import combine_masks, from_torch_masks
 from .containers import ModuleList
-from .layers import Dropout, LayerNorm, Linear
+from .dropout import Dropout
+from .linear import Linear
 from .module import Module
+from .normalization import LayerNorm
 
 Activation = str | Callable[[Tensor], Tensor]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 import time
 from typing import Any, Callable, Iterator
 
@@ -25,15 +26,18 @@ TOLERANCE = 1e-4  # float32: the kernels round differently (measured: under 1e-6
 @contextlib.contextmanager
 def swapped(replacements: dict[str, Callable[..., Tensor]]) -> Iterator[None]:
     """Inside the block, minigrad.nn.functional's functions named in `replacements` are the
-    student's versions (the models call them through the module, so they pick them up)."""
-    originals = {name: getattr(F, name) for name in replacements}
-    for name, fn in replacements.items():
-        setattr(F, name, fn)
+    student's versions, in the facade and in the module that defines each (the layers call
+    them through their own module, so they pick them up)."""
+    homes = [F, *{sys.modules[getattr(F, name).__module__] for name in replacements}]
+    originals = [(home, name, vars(home)[name]) for home in homes for name in replacements
+                 if name in vars(home)]
+    for home, name, _ in originals:
+        setattr(home, name, replacements[name])
     try:
         yield
     finally:
-        for name, fn in originals.items():
-            setattr(F, name, fn)
+        for home, name, fn in originals:
+            setattr(home, name, fn)
 
 
 def attention_from(attend: Callable[..., Tensor]) -> dict[str, Callable[..., Tensor]]:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as TF
 
-import minigrad.nn.activations as activations
+import minigrad.nn.activation as activation
 import minigrad.nn.attention.one_block as one_block
 import minigrad.nn.attention.packed as packed
 import minigrad.nn.attention.tiled as tiled
@@ -282,8 +282,8 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     one_block.Attention: _attention,
     tiled.TiledAttention: _tiled_attention,
     packed.PackedAttention: _packed_attention,
-    activations.Softplus: lambda x, *, beta=1.0, threshold=20.0: TF.softplus(x, beta, threshold),
-    activations.ELU: lambda x, *, alpha=1.0: TF.elu(x, alpha),
+    activation.SoftplusOp: lambda x, *, beta=1.0, threshold=20.0: TF.softplus(x, beta, threshold),
+    activation.ELUOp: lambda x, *, alpha=1.0: TF.elu(x, alpha),
     losses.BinaryCrossEntropy: lambda p, y: TF.binary_cross_entropy(p, y, reduction="none"),
     # binary_cross_entropy(sigmoid(x), y) as one op: torch's own BCE of the replayed sigmoid p
     losses.SigmoidBinaryCrossEntropy: lambda x, y, p: TF.binary_cross_entropy(p, y, reduction="none"),

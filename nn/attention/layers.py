@@ -10,11 +10,10 @@ import numpy as np
 
 from minigrad import Tensor, cat
 
-from .. import functional as F
 from .. import init as nn_init
-from ..functional import linear
-from ..layers import Linear
+from ..linear import Linear, linear
 from ..module import Module, Parameter
+from . import functional as AF
 from .cache import KVCache
 from .functional import attention_reference
 from .helpers import _batch_first
@@ -136,7 +135,7 @@ class MultiheadAttention(Module):
         k = self.k_proj(key).reshape(B, Tk, H, D).transpose(1, 2)  # (B, H, Tk, D)
         v = self.v_proj(value).reshape(B, Tk, H, D).transpose(1, 2)  # (B, H, Tk, D)
         mask = self._mask(mask, (B, H, Tq, Tk))
-        attend = F.scaled_dot_product_attention if fast else attention_reference
+        attend = AF.scaled_dot_product_attention if fast else attention_reference
         out = attend(q, k, v, mask=mask, is_causal=is_causal,
                      dropout_p=self.dropout if self.training else 0.0, need_weights=need_weights)
         out, weights = out if need_weights else (out, None)  # (B, H, Tq, D), (B, H, Tq, Tk)
@@ -147,7 +146,8 @@ class MultiheadAttention(Module):
                 cache: KVCache | None) -> Tensor | tuple[Tensor, Tensor]:
         """Self-attention, computed as `forward` does but packed: q, k and v come from one
         product with the three weights stacked, and one op splits and merges the heads
-        (`F.packed_self_attention`, looked up at each call so the exercises can swap it):
+        (`F.packed_self_attention`, looked up in its module at each call so the exercises can
+        swap it):
         fewer, bigger steps, the same numbers."""
         B, T, _ = x.shape
         S, options = T, {}
@@ -156,7 +156,7 @@ class MultiheadAttention(Module):
         projections = (self.q_proj, self.k_proj, self.v_proj)
         weight = cat([p.weight for p in projections])  # (3E, E)
         bias = None if self.q_proj.bias is None else cat([p.bias for p in projections])
-        out = F.packed_self_attention(linear(x, weight, bias), self.num_heads,
+        out = AF.packed_self_attention(linear(x, weight, bias), self.num_heads,
                                       mask=self._mask(mask, (B, self.num_heads, T, S)), is_causal=is_causal,
                                       dropout_p=self.dropout if self.training else 0.0,
                                       need_weights=need_weights, **options)

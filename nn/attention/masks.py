@@ -21,7 +21,7 @@ import numpy as np
 
 from minigrad import Tensor
 
-from ..functional import _need_tensor
+from .._checks import _need_tensor
 from .helpers import _causal
 
 # ----------------------------------------------------------------------------- building and applying

@@ -1,4 +1,4 @@
-"""The activations of nn/activations.py and their modules: gradient checks (float64,
+"""The activations of nn/activation.py and their modules: gradient checks (float64,
 hypothesis shapes with size-1 and 0-d, broadcasting for cosine_similarity), edge numerics
 (huge inputs, tails, zero vectors), and differential tests against PyTorch (values, dtypes,
 gradients; ties and kinks included)."""

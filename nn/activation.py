@@ -1,9 +1,11 @@
-"""Activation functions beyond relu/tanh/sigmoid/gelu, one_hot, normalize and
-cosine_similarity, with `torch.nn.functional`'s names, arguments and defaults.
+"""Activations, as torch.nn's activation.py: the functional forms (relu, tanh, sigmoid, gelu,
+softmax, log_softmax, and the others with `torch.nn.functional`'s names, arguments and
+defaults: softplus, elu, ...) and their modules (ReLU, GELU, ..., LogSoftmax).
 
-Each is a composition of differentiable Tensor ops, except softplus and elu: their
-stable forms need log1p and expm1 on the array, so they are one Function each (forward and
-backward side by side), and logsigmoid and mish are built on softplus.
+Each function is a composition of differentiable Tensor ops or one fused kernel, except
+softplus and elu: their stable forms need log1p and expm1 on the array, so they are one
+Function each (SoftplusOp, ELUOp: forward and backward side by side), and logsigmoid and
+mish are built on softplus.
 """
 
 from __future__ import annotations
@@ -14,6 +16,45 @@ import numpy as np
 
 from minigrad import Tensor, where
 from minigrad.autograd import Function
+from minigrad.ops.reduce import LogSoftmax as _LogSoftmaxOp
+from minigrad.ops.reduce import Softmax as _SoftmaxOp
+
+from . import kernels
+from ._checks import _need_tensor as _need
+from .module import Module
+
+
+def relu(input: Tensor) -> Tensor:
+    _need("relu", "the input", input)
+    return input.relu()
+
+
+def tanh(input: Tensor) -> Tensor:
+    _need("tanh", "the input", input)
+    return input.tanh()
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    _need("sigmoid", "the input", input)
+    return input.sigmoid()
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """input * Phi(input), with the exact erf form ("none") or the tanh approximation ("tanh")."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+    _need("gelu", "the input", input)
+    return kernels.GELU.apply(input, approximate=approximate)
+
+
+def softmax(input: Tensor, dim: int = -1) -> Tensor:
+    _need("softmax", "the input", input)
+    return _SoftmaxOp.apply(input, dim=dim)
+
+
+def log_softmax(input: Tensor, dim: int = -1) -> Tensor:
+    _need("log_softmax", "the input", input)
+    return _LogSoftmaxOp.apply(input, dim=dim)
 
 
 def _need_tensor(fn: str, x: Any) -> None:
@@ -36,7 +77,7 @@ def _sigmoid(u: np.ndarray) -> np.ndarray:
     return np.where(u >= 0, 1 / (1 + e), e / (1 + e))
 
 
-class Softplus(Function):
+class SoftplusOp(Function):
     """z = log(1 + exp(beta * x)) / beta, and z = x where beta * x > threshold
     dx = g * sigmoid(beta * x), and dx = g where beta * x > threshold
 
@@ -59,7 +100,7 @@ class Softplus(Function):
         return np.where(u > ctx.threshold, g, g * _sigmoid(u)).astype(g.dtype, copy=False)
 
 
-class ELU(Function):
+class ELUOp(Function):
     """z = x for x > 0, alpha * (exp(x) - 1) otherwise
     dx = g for x > 0, g * alpha * exp(x) otherwise
 
@@ -89,7 +130,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     _need_float("softplus", input)
     if beta == 0:
         raise ValueError("softplus: beta must be nonzero (it divides the result)")
-    return Softplus.apply(input, beta=float(beta), threshold=float(threshold))
+    return SoftplusOp.apply(input, beta=float(beta), threshold=float(threshold))
 
 
 def logsigmoid(input: Tensor) -> Tensor:
@@ -97,14 +138,14 @@ def logsigmoid(input: Tensor) -> Tensor:
     would be -inf)."""
     _need_tensor("logsigmoid", input)
     _need_float("logsigmoid", input)
-    return -Softplus.apply(-input, beta=1.0, threshold=float("inf"))
+    return -SoftplusOp.apply(-input, beta=1.0, threshold=float("inf"))
 
 
 def elu(input: Tensor, alpha: float = 1.0) -> Tensor:
     """x for x > 0, alpha * (exp(x) - 1) otherwise."""
     _need_tensor("elu", input)
     _need_float("elu", input)
-    return ELU.apply(input, alpha=float(alpha))
+    return ELUOp.apply(input, alpha=float(alpha))
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
@@ -125,7 +166,7 @@ def mish(input: Tensor) -> Tensor:
     """x * tanh(softplus(x))."""
     _need_tensor("mish", input)
     _need_float("mish", input)
-    return input * Softplus.apply(input, beta=1.0, threshold=20.0).tanh()
+    return input * SoftplusOp.apply(input, beta=1.0, threshold=20.0).tanh()
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
@@ -199,3 +240,172 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     x1, x2 = x1.expand(*shape), x2.expand(*shape)
     return ((x1 / _norm_at_least(x1, 2.0, dim, eps)) * (x2 / _norm_at_least(x2, 2.0, dim, eps))).sum(dim)
 
+
+class ReLU(Module):
+    """max(x, 0), elementwise.
+
+    Shape:
+        - Input: any shape (*)
+        - Output: the same shape as the input
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return relu(input)
+
+
+class GELU(Module):
+    """x * Phi(x), Phi the standard normal CDF: exact ("none") or the tanh approximation.
+
+    Args:
+        approximate: "none" (the erf form) or "tanh".
+
+    Shape:
+        - Input: any shape (*)
+        - Output: the same shape as the input
+    """
+
+    def __init__(self, approximate: str = "none"):
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', not {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, input: Tensor) -> Tensor:
+        return gelu(input, self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class Tanh(Module):
+    """tanh(x), elementwise.
+
+    Shape:
+        - Input: any shape (*)
+        - Output: the same shape as the input
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return tanh(input)
+
+
+class Sigmoid(Module):
+    """1 / (1 + exp(-x)), elementwise.
+
+    Shape:
+        - Input: any shape (*)
+        - Output: the same shape as the input
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return sigmoid(input)
+
+
+class Softmax(Module):
+    """exp(x_i) / sum_j exp(x_j) along `dim`.
+
+    Args:
+        dim: the axis whose entries sum to 1.
+
+    Shape:
+        - Input: any shape (*)
+        - Output: the same shape as the input
+    """
+
+    def __init__(self, dim: int = -1):
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return softmax(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class _Activation(Module):
+    """The activations below. Shape: Input any shape (*), Output the same shape."""
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if k != "training")
+
+
+class LeakyReLU(_Activation):
+    """x for x > 0, negative_slope * x otherwise: `F.leaky_relu`."""
+
+    def __init__(self, negative_slope: float = 0.01):
+        self.negative_slope = negative_slope
+
+    def forward(self, input: Tensor) -> Tensor:
+        return leaky_relu(input, self.negative_slope)
+
+
+class ELU(_Activation):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise: `F.elu`."""
+
+    def __init__(self, alpha: float = 1.0):
+        self.alpha = alpha
+
+    def forward(self, input: Tensor) -> Tensor:
+        return elu(input, self.alpha)
+
+
+class SiLU(_Activation):
+    """x * sigmoid(x): `F.silu`."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return silu(input)
+
+
+class Softplus(_Activation):
+    """log(1 + exp(beta * x)) / beta, x above the threshold: `F.softplus`."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input: Tensor) -> Tensor:
+        return softplus(input, self.beta, self.threshold)
+
+
+class Mish(_Activation):
+    """x * tanh(softplus(x)): `F.mish`."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return mish(input)
+
+
+class Hardtanh(_Activation):
+    """x clipped to [min_val, max_val]: `F.hardtanh`."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0):
+        if min_val > max_val:
+            raise ValueError(f"Hardtanh: min_val {min_val} must not exceed max_val {max_val}")
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, input: Tensor) -> Tensor:
+        return hardtanh(input, self.min_val, self.max_val)
+
+
+class LogSigmoid(_Activation):
+    """log(sigmoid(x)), exact for any x: `F.logsigmoid`."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return logsigmoid(input)
+
+
+class Softmin(_Activation):
+    """softmax(-x) along dim: `F.softmin`."""
+
+    def __init__(self, dim: int = -1):
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return softmin(input, self.dim)
+
+
+class LogSoftmax(_Activation):
+    """log(softmax(x)) along dim, computed as x - logsumexp(x): `F.log_softmax`."""
+
+    def __init__(self, dim: int = -1):
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return log_softmax(input, self.dim)
