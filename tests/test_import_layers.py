@@ -4,10 +4,10 @@ own, and none imports a private (`_name`) from another package."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+from import_reading import imports_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,21 +50,7 @@ def _sources() -> list[Path]:
 
 
 def _imports(path: Path, module: str) -> list[tuple[int, str, list[str]]]:
-    """(line, absolute module, imported names) for every import in the file, nested ones too."""
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name, []) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            found.append((node.lineno, target, [alias.name for alias in node.names]))
-    return found
+    return imports_of(path, module)
 
 
 def _violations(path: Path, module: str, shown: str) -> list[str]:

@@ -9,6 +9,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from import_reading import imports_of
 
 import minigrad.nn.attention as attention
 
@@ -33,24 +34,15 @@ def _module_name(path: Path) -> str:
 
 
 def _imports(path: Path, module: str) -> list[tuple[int, str, list[str]]]:
-    """(line, absolute module, imported names) of every import in the file, nested ones too; for
-    `from package import submodule` the submodule is the module, and its name is not counted."""
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    """imports_of, with `from package import submodule` read as importing the submodule (its
+    name then not counted as an imported name)."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name, []) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            target = node.module or ""
-            if node.level:
-                base = package.split(".")
-                target = ".".join(base[:len(base) - node.level + 1] + ([node.module] if node.module else []))
-            names = [a.name for a in node.names]
-            if target == PACKAGE:
-                subs = [n for n in names if n in MODULES]
-                found += [(node.lineno, f"{PACKAGE}.{n}", []) for n in subs]
-                names = [n for n in names if n not in subs]
-            found.append((node.lineno, target, names))
+    for line, target, names in imports_of(path, module):
+        if target == PACKAGE:
+            subs = [n for n in names if n in MODULES]
+            found += [(line, f"{PACKAGE}.{n}", []) for n in subs]
+            names = [n for n in names if n not in subs]
+        found.append((line, target, names))
     return found
 
 
