@@ -14,8 +14,10 @@ references.py (the reference solutions: the library's own kernels), task_<name>.
 each), stubs/<name>.py (what students get; package data), transcript.py (the line between the
 checks and the student's code: run_student, recorded in the student's process and replayed in
 the grading one), submission.py (what a file writes itself), isolation.py (grading a file in a
-child process of its own, with limits), instructor.py (grading a class folder, points,
-Gradescope's results.json and autograder zip), cli.py (the `exercise` command).
+child process of its own, with limits), forkserver.py (the servers those children are forked
+from), engine_graphs.py (the graphs of the backprop_engine task), instructor.py (grading a
+class folder, points, Gradescope's results.json and autograder zip), cli.py (the `exercise`
+command).
 
 How to add a task <name>:
 1. stubs/<name>.py: the statement and the math in the module docstring, the shapes, the

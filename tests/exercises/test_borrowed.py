@@ -12,7 +12,7 @@ from minigrad.exercises import TASKS
 
 STUB = TASKS["softmax_backward"].stub()
 FILES = {
-    # read from the file's text, before it runs (grader.written_here)
+    # read from the file's text, before it runs (submission.written_here)
     "re-export": ("softmax_backward", "from minigrad.ops.reduce import Softmax  # noqa: F401\n",
                   "Softmax is imported (line 1), not written in your file"),
     "subclass": ("softmax_backward", "from minigrad.ops import reduce\n\n\nclass Softmax(reduce.Softmax):\n"
