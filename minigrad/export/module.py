@@ -100,8 +100,8 @@ class TorchExport(torch.nn.Module):
         unmapped = sorted({n.op.__name__ for n in self.program.nodes
                            if n.op not in TORCH_OPS and n.op not in MODULE_TWINS})
         if unmapped:
-            raise NotImplementedError(f"to_torch: {name} runs ops with no torch twin in TORCH_OPS: "
-                                      + ", ".join(unmapped))
+            raise TraceError(f"to_torch: {name} runs ops with no torch twin in TORCH_OPS: "
+                             + ", ".join(unmapped))
         self.dynamic = True  # until the second trace shows the program fits every batch size
         if batch is not None:
             doubled = [a if a is None or not s.batched else np.concatenate([a, a])
@@ -172,7 +172,7 @@ class TorchExport(torch.nn.Module):
             changed = [n for (n, b), before in zip(named, saved) if n not in whole
                        and not np.array_equal(b.data, before, equal_nan=before.dtype.kind in "fc")]
             if changed:
-                raise NotImplementedError(
+                raise TraceError(
                     f"to_torch: {self._name} changes the buffers {', '.join(changed)} outside its ops, which "
                     "torch cannot replay; the module that owns them needs a torch twin in MODULE_TWINS")
             return program

@@ -10,7 +10,7 @@ import numpy as np  # noqa: E402
 
 import minigrad as mg  # noqa: E402
 import minigrad.nn as nn  # noqa: E402
-from minigrad.export import to_torch  # noqa: E402
+from minigrad.export import TraceError, to_torch  # noqa: E402
 
 
 def x3(r, B, T=4, C=8):
@@ -308,3 +308,27 @@ def test_export_leaves_the_running_statistics_as_they_were():
     assert before.keys() == after.keys()
     for key in before:
         np.testing.assert_array_equal(after[key], before[key], err_msg=key)
+
+
+class _Cube(mg.autograd.Function):
+    """An op of the user's own: minigrad runs it, but it has no torch twin."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved
+        return 3 * x**2 * g
+
+
+class _Cubes(nn.Module):
+    def forward(self, x):
+        return _Cube.apply(x)
+
+
+def test_an_op_without_a_torch_twin_is_refused_naming_it():
+    with pytest.raises(TraceError, match="to_torch: .* runs ops with no torch twin in TORCH_OPS: _Cube"):
+        to_torch(_Cubes(), np.ones((2, 3), np.float32))
