@@ -223,16 +223,14 @@ def grade_folder(folder: str, tasks: list[str] | None = None, limits: Limits | N
     grades: dict[str, dict[str, Scored]] = {}
     paths = {s: {t: os.path.join(d, f"{t}.py") for t in tasks} for s, d in who.items()}
 
-    def decided(s: str, reports: dict[str, Report]) -> None:
-        grades[s] = {t: score_report(reports[t]) if t in reports else score(_missing(t, p))
-                     for t, p in paths[s].items()}
+    def decided(s: str, scored: dict[str, Scored]) -> None:
+        grades[s] = scored
         if done is not None:
             done(s, grades)
 
     if limits is None:
         for s in who:
-            decided(s, {t: grade_file(t, p, None).report for t, p in paths[s].items()
-                        if os.path.isfile(p)})
+            decided(s, {t: grade_file(t, p, None) for t, p in paths[s].items()})  # (a missing file: 0)
         return grades
     # Each student's files in one child process of their own, one after the other; `jobs`
     # students' children run side by side (worker threads wait on them), while this thread
@@ -243,8 +241,9 @@ def grade_folder(folder: str, tasks: list[str] | None = None, limits: Limits | N
         try:
             recordings = {s: pool.submit(record_files_in_child, present[s], False, limits) for s in who}
             for s, recording in recordings.items():
-                reports = verdicts(recording.result())
-                decided(s, dict(zip((t for t, _ in present[s]), reports)))
+                reports = dict(zip((t for t, _ in present[s]), verdicts(recording.result())))
+                decided(s, {t: score_report(reports[t]) if t in reports else score(_missing(t, p))
+                            for t, p in paths[s].items()})
         except BaseException:  # Ctrl-C: the workers' children are killed, the grades so far kept
             abort_children()
             raise

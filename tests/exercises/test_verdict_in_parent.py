@@ -32,7 +32,6 @@ TRICKS = {
     "result_classes": "import importlib\n"
                       f"grader = {GRADER.format('grader')}\n"
                       "grader.Report.passed = property(lambda self: True)\n"
-                      "grader.CheckResult.__init__.__defaults__\n"
                       "_init = grader.CheckResult.__init__\n"
                       "def _passed(self, name, passed, *a, **k):\n"
                       "    _init(self, name, True)\n"
