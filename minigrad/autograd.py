@@ -15,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import hooks as _hooks
+from . import memory as _memory
 from . import versions as _versions
 from .grad_mode import DEFAULT as _DEFAULT
 from .grad_mode import enable_grad, no_grad, set_grad_enabled  # noqa: F401  (torch.autograd has them too)
@@ -140,11 +141,6 @@ def toposort(root: Function) -> list[Function]:
     return order
 
 
-# Intermediate inputs of more than KEEP_VALUES elements are released after backward (see
-# `Released`); smaller ones cost nothing to keep, and drawings print their values.
-KEEP_VALUES = 64
-
-
 def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None:
     """Propagate `grad` (d loss / d root) to every leaf that requires grad: the chain rule.
 
@@ -158,8 +154,8 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
     The steps around the chain rule are named: `_check_saved` (the graph is not freed, nothing
     it saved was changed in place: one integer comparison per node when nothing was), the
     output tensor's hooks and retain_grad (`_output_hooks`), the observers of `minigrad.hooks`
-    (`observe_backward`), the release of what the node held (`_release`, unless
-    `retain_graph`) and the leaves' hooks and `.grad` (`_accumulate_leaves`).
+    (`observe_backward`), the release of what the node held (memory.py's `release_inputs`,
+    unless `retain_graph`) and the leaves' hooks and `.grad` (`_accumulate_leaves`).
     """
     leaves: dict[int, list] = {}  # id(leaf) -> [leaf, summed gradient]
     if root._node is None:
@@ -168,7 +164,7 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
         order = toposort(root._node)
         observers = _hooks.observers_for(len(order))
         pending: dict[int, np.ndarray] = {id(root._node): grad}
-        released: dict[int, Released] = {}
+        released: dict[int, _memory.Released] = {}
         edits = _versions.edits
         for node in order:
             g = pending.pop(id(node), None)
@@ -195,12 +191,12 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
                     key = id(parent)
                     prev = pending.get(key)
                     pending[key] = gi if prev is None else prev + gi
-                    if t.data.size > KEEP_VALUES:
+                    if t.data.size > _memory.KEEP_VALUES:
                         holds_activation = True
             if not retain_graph:
                 node.saved = None  # the node is done: free the arrays its forward saved
                 if holds_activation:  # and the activations it holds (see Released)
-                    node.inputs = _release(node.inputs, released)
+                    node.inputs = _memory.release_inputs(node.inputs, released)
     _accumulate_leaves(leaves)
 
 
@@ -251,69 +247,6 @@ def _one_per_input(node: Function, grads: Any) -> tuple:
             f"{len(node.inputs)} inputs (return None for an input without one)"
         )
     return grads
-
-
-class Released:
-    """What a node keeps of an intermediate input once backward has freed the graph.
-
-    Holding the input Tensors would keep every activation alive for as long as anyone keeps
-    the loss (`losses.append(loss)`). A drawing or an error message needs only the shape,
-    dtype, name and the node that made it. Only nodes with an intermediate input of more than
-    `KEEP_VALUES` elements are released (small ones cost nothing to keep, and a drawing of a
-    small graph can still print their values); leaves (parameters, inputs) are the user's own
-    tensors and stay as they are.
-    """
-
-    __slots__ = ("shape", "dtype", "name", "_node", "grad", "_small")
-    requires_grad = True
-    released = True
-
-    def __init__(self, t: Tensor) -> None:
-        a = t.data
-        self.shape, self.dtype, self.name, self._node, self.grad = a.shape, a.dtype, t.name, t._node, t.grad
-        self._small = a if a.size <= KEEP_VALUES else None
-
-    @property
-    def data(self) -> np.ndarray:
-        """The kept values, or a read-only stand-in of the right shape (zeros, no memory)."""
-        if self._small is not None:
-            return self._small
-        return np.broadcast_to(np.zeros((), self.dtype), self.shape)
-
-    @property
-    def values_kept(self) -> bool:
-        return self._small is not None
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def grad_fn(self) -> Function:
-        return self._node
-
-    is_leaf = False
-
-    def __repr__(self) -> str:
-        return f"<released tensor {self.shape} {self.dtype}>"
-
-
-def _release(inputs: tuple, records: dict) -> tuple:
-    """The inputs with every intermediate tensor replaced by its `Released` record.
-
-    `records` (id of the node that made a tensor -> its record) is shared by one backward
-    pass, so all users of one tensor get the same record: drawings tell tensors apart by
-    identity.
-    """
-    out = []
-    for t in inputs:
-        if t._node is not None and type(t) is not Released:
-            r = records.get(id(t._node))
-            if r is None:
-                r = records[id(t._node)] = Released(t)
-            t = r
-        out.append(t)
-    return tuple(out)
 
 
 def _add_leaf(leaves: dict, t: Tensor, g: np.ndarray) -> None:

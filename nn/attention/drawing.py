@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad import Function
-from minigrad.autograd import KEEP_VALUES
+from minigrad.memory import KEEP_VALUES
 from minigrad.viz import register_pipeline
 
 from .helpers import _scale_name
