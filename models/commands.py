@@ -28,18 +28,8 @@ from minigrad.serialization import CheckpointError
 
 from . import inspection
 from .recipes import RECIPES, check_preset, recipe_class
-from .train import (
-    Engine,
-    RunExistsError,
-    TrainConfig,
-    TrainingInterrupted,
-    check_recipe_config,
-    check_run_folder,
-    checkpoint_path,
-    read_checkpoint,
-    resume_config,
-    train,
-)
+from .runs import RunExistsError, check_recipe_config, check_run_folder, checkpoint_path, read_checkpoint
+from .train import Engine, TrainConfig, TrainingInterrupted, resume_config, train
 
 DEFAULT_ENGINE = "minigrad"
 

@@ -31,29 +31,20 @@ from minigrad.serialization import clean_temporaries
 from minigrad.threads import ThreadTuner, apply_setting
 
 from .runs import (
-    CHECKPOINT_FORMAT,
-    RunExistsError,
-    RunInUseError,
     RunLock,
     StopOnCtrlC,
     append_log_row,
-    check_recipe_config,
     check_run_folder,
     checkpoint_path,
-    existing_run,
     read_checkpoint,
     resumes_in_place,
     save_checkpoint,
     start_log,
 )
 
-__all__ = [
-    "CHECKPOINT_FORMAT", "Engine", "RunExistsError", "RunInUseError", "RunLock", "StopOnCtrlC",
-    "TrainConfig", "TrainingInterrupted", "check_recipe_config", "check_run_folder", "checkpoint_path",
-    "cosine_at",
-    "existing_run", "make_optimizer", "read_checkpoint", "resume_config", "save_checkpoint", "train",
-    "train_steps",
-]
+# The run folder's parts (checkpoints, locks, logs, the Ctrl-C guard) are models/runs.py's names.
+__all__ = ["Engine", "TrainConfig", "TrainingInterrupted", "cosine_at", "make_optimizer", "resume_config",
+           "train", "train_steps"]
 
 
 @dataclass

@@ -97,3 +97,58 @@ def test_the_checker_sees_an_upward_and_a_private_import(tmp_path):
     assert len(found) == 2
     assert "probe.py:1" in found[0] and "a layer above" in found[0]
     assert "probe.py:2" in found[1] and "private" in found[1]
+
+
+# Modules that are a face on purpose (besides every package's __init__.py): they gather names
+# defined elsewhere under the name PyTorch gives the namespace.
+FACES = {
+    "minigrad.nn.functional": "torch.nn.functional: every topic's function forms",
+    "minigrad.autograd": "torch.autograd: no_grad, enable_grad and set_grad_enabled (grad_mode.py)",
+    "minigrad.optim.lr_scheduler": "torch.optim.lr_scheduler: LRScheduler and OneCycleLR beside the rest",
+}
+
+
+def _file_of(module: str) -> Path | None:
+    """The source file of a module of the project, or None."""
+    parts = module.split(".")
+    for folder, (package, _) in sorted(PACKAGES.items(), key=lambda kv: -len(kv[1][0])):
+        if module == package or module.startswith(package + "."):
+            rest = parts[len(package.split(".")):]
+            base = ROOT.joinpath(folder, *rest)
+            for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+                if candidate.exists():
+                    return candidate
+    return None
+
+
+def _imported_names(path: Path) -> set[str]:
+    """The names a module binds by importing them (not by defining them)."""
+    import ast
+
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ImportFrom):
+            names |= {alias.asname or alias.name for alias in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    return names
+
+
+def _second_homes(path: Path, module: str, shown: str) -> list[str]:
+    out = []
+    for line, target, names in _imports(path, module):
+        source = _file_of(target)
+        if source is None or source.name == "__init__.py" or target in FACES:
+            continue
+        again = sorted(n for n in set(names) & _imported_names(source) if _file_of(f"{target}.{n}") is None)
+        if again:
+            out.append(f"{shown}:{line}: {again} imported from {target}, which only imports them")
+    return out
+
+
+def test_a_name_is_imported_from_where_it_is_defined_or_from_a_face():
+    """One home per name: `from X import name` where X defines name, or where X is a package's
+    face (its __init__.py) or one of FACES; never through a module that imported it too."""
+    found = [v for path in _sources()
+             for v in _second_homes(path, _module_name(path), str(path.relative_to(ROOT)))]
+    assert not found, "a second import path (import the name from its module):\n" + "\n".join(found)

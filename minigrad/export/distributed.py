@@ -40,15 +40,8 @@ from tqdm import tqdm
 
 import minigrad as mg
 from minigrad.models.recipes import recipe_class
-from minigrad.models.train import (
-    Engine,
-    StopOnCtrlC,
-    TrainConfig,
-    TrainingInterrupted,
-    read_checkpoint,
-    train,
-    train_steps,
-)
+from minigrad.models.runs import StopOnCtrlC, read_checkpoint
+from minigrad.models.train import Engine, TrainConfig, TrainingInterrupted, train, train_steps
 from minigrad.optim import Optimizer
 
 from .module import to_torch

@@ -18,7 +18,7 @@ from minigrad.cli import main  # noqa: E402
 from minigrad.export import TraceError, state_dict_from_torch, to_torch  # noqa: E402
 from minigrad.export.distributed import _PerShape  # noqa: E402
 from minigrad.models.cnn import CNN, CNNConfig  # noqa: E402
-from minigrad.models.train import read_checkpoint  # noqa: E402
+from minigrad.models.runs import read_checkpoint  # noqa: E402
 
 BUFFERS = ("running_mean", "running_var", "num_batches_tracked")
 

@@ -19,7 +19,8 @@ import minigrad.models.train as loop  # noqa: E402
 from minigrad.cli import main  # noqa: E402
 from minigrad.models.recipes import recipe_class  # noqa: E402
 from minigrad.models.recipes.lm import GPTRecipe  # noqa: E402
-from minigrad.models.train import TrainingInterrupted, read_checkpoint  # noqa: E402
+from minigrad.models.runs import read_checkpoint  # noqa: E402
+from minigrad.models.train import TrainingInterrupted  # noqa: E402
 
 
 def train(*argv):

@@ -14,7 +14,8 @@ from minigrad.cli import main
 from minigrad.models.bert import BERT, IGNORE, BERTConfig, mask_tokens, truncate_pair
 from minigrad.models.data import WordTokenizer
 from minigrad.models.recipes.mlm import BERTRecipe
-from minigrad.models.train import TrainConfig, make_optimizer, read_checkpoint, save_checkpoint
+from minigrad.models.runs import read_checkpoint, save_checkpoint
+from minigrad.models.train import TrainConfig, make_optimizer
 
 TINY = BERTConfig(vocab_size=20, block_size=12, embed_dim=16, num_heads=2, num_layers=2, dropout=0.0)
 N_SPECIAL = len(WordTokenizer.SPECIAL_TOKENS)  # ids 0..4: [PAD] [UNK] [CLS] [SEP] [MASK]

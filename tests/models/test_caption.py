@@ -11,7 +11,8 @@ from minigrad.models.caption import CaptionConfig, Captioner
 from minigrad.models.data.captions import CAPTION_VOCAB, CaptionData, box_cells, encode_captions
 from minigrad.models.recipes import RECIPES, recipe_class
 from minigrad.models.recipes.caption import CaptionRecipe
-from minigrad.models.train import TrainConfig, read_checkpoint, train
+from minigrad.models.runs import read_checkpoint
+from minigrad.models.train import TrainConfig, train
 
 PNG = b"\x89PNG\r\n\x1a\n"
 V = CAPTION_VOCAB.vocab_size

@@ -10,7 +10,8 @@ import pytest
 
 import minigrad as mg
 from minigrad import cli
-from minigrad.models.train import TrainConfig, TrainingInterrupted, read_checkpoint, save_checkpoint, train
+from minigrad.models.runs import read_checkpoint, save_checkpoint
+from minigrad.models.train import TrainConfig, TrainingInterrupted, train
 
 
 def run(argv, capsys):

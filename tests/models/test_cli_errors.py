@@ -11,7 +11,8 @@ import pytest
 from minigrad import cli
 from minigrad.models import commands
 from minigrad.models.recipes.lm import GPTRecipe
-from minigrad.models.train import TrainConfig, TrainingInterrupted, read_checkpoint, train
+from minigrad.models.runs import read_checkpoint
+from minigrad.models.train import TrainConfig, TrainingInterrupted, train
 
 
 def run(argv, capsys):

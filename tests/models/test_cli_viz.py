@@ -12,7 +12,8 @@ import pytest
 from minigrad import cli
 from minigrad.models import commands
 from minigrad.models.recipes import RECIPES, recipe_class
-from minigrad.models.train import TrainConfig, make_optimizer, save_checkpoint
+from minigrad.models.runs import save_checkpoint
+from minigrad.models.train import TrainConfig, make_optimizer
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SVG = "{http://www.w3.org/2000/svg}"

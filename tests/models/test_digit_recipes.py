@@ -10,7 +10,8 @@ import pytest
 import minigrad as mg
 from minigrad import cli
 from minigrad.models.recipes import recipe_class
-from minigrad.models.train import TrainConfig, read_checkpoint, train
+from minigrad.models.runs import read_checkpoint
+from minigrad.models.train import TrainConfig, train
 
 # model -> extra recipe arguments for the round trip, and a state-dict key that must be saved
 ROUND_TRIP = {"vit": ({}, "cls_token"), "cnn": ({"train_size": 200}, "block2.norm.running_var")}

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 import minigrad as mg
 import minigrad.nn as nn
 from minigrad.models.gpt import GPT, GPTConfig
-from minigrad.models.train import TrainConfig, read_checkpoint, train
+from minigrad.models.runs import read_checkpoint
+from minigrad.models.train import TrainConfig, train
 
 TINY = GPTConfig(vocab_size=11, block_size=8, embed_dim=8, num_heads=2, num_layers=2)
 

@@ -13,7 +13,8 @@ from minigrad.models.data import SEQ_VOCAB, encode_pairs, make_examples
 from minigrad.models.recipes import recipe_class
 from minigrad.models.recipes.translate_rnn import RNNRecipe
 from minigrad.models.rnn_seq2seq import RNNConfig, RNNSeq2Seq
-from minigrad.models.train import TrainConfig, read_checkpoint, train
+from minigrad.models.runs import read_checkpoint
+from minigrad.models.train import TrainConfig, train
 
 PAD, BOS, EOS = SEQ_VOCAB.pad_id, SEQ_VOCAB.bos_id, SEQ_VOCAB.eos_id
 BOTH = pytest.mark.parametrize("attention", [True, False], ids=["attention", "bottleneck"])

@@ -17,7 +17,8 @@ import minigrad.serialization as serialization
 from minigrad import cli
 from minigrad.models.data import load_text
 from minigrad.models.recipes.lm import GPTRecipe
-from minigrad.models.train import RunExistsError, TrainConfig, read_checkpoint, train
+from minigrad.models.runs import RunExistsError, read_checkpoint
+from minigrad.models.train import TrainConfig, train
 
 SENTENCE = "the quick brown fox jumps over the lazy dog.\n"
 

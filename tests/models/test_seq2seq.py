@@ -11,8 +11,9 @@ from minigrad.cli import main
 from minigrad.models.data import SEQ_VOCAB, encode_pairs, make_examples
 from minigrad.models.recipes import recipe_class
 from minigrad.models.recipes.translate import Seq2SeqRecipe
+from minigrad.models.runs import read_checkpoint
 from minigrad.models.seq2seq import Seq2Seq, Seq2SeqConfig
-from minigrad.models.train import TrainConfig, read_checkpoint, train
+from minigrad.models.train import TrainConfig, train
 
 PAD, BOS, EOS = SEQ_VOCAB.pad_id, SEQ_VOCAB.bos_id, SEQ_VOCAB.eos_id
 

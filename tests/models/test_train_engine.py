@@ -9,7 +9,8 @@ import pytest
 
 import minigrad as mg
 from minigrad.models.gpt import GPT, GPTConfig
-from minigrad.models.train import Engine, TrainConfig, TrainingInterrupted, read_checkpoint, train
+from minigrad.models.runs import read_checkpoint
+from minigrad.models.train import Engine, TrainConfig, TrainingInterrupted, train
 
 TINY = GPTConfig(vocab_size=11, block_size=8, embed_dim=16, num_heads=2, num_layers=1)
 CFG = TrainConfig(steps=12, batch_size=4, lr=1e-2, warmup=2, eval_every=5, eval_batches=2, seed=3)
