@@ -50,11 +50,11 @@ KERNELS = ("tests/nn/test_kernels.py", "tests/nn/test_kernel_extremes.py")
 
 MUTATIONS = [
     # ---- core: the properties pinned by tests/core/test_reliability.py
-    M("clip at the lower bound", "minigrad/ops/elementwise.py",
-      "inside = x >= lo", "inside = x > lo", *CORE, "tests/core/test_ops_elementwise.py"),
-    M("clip at the upper bound", "minigrad/ops/elementwise.py",
+    M("clip at the lower bound", "minigrad/ops/pointwise.py",
+      "inside = x >= lo", "inside = x > lo", *CORE, "tests/core/test_ops_pointwise.py"),
+    M("clip at the upper bound", "minigrad/ops/pointwise.py",
       "inside = inside & (x <= hi)", "inside = inside & (x < hi)", *CORE),
-    M("clamp: tensor min's gradient when lo > hi", "minigrad/ops/elementwise.py",
+    M("clamp: tensor min's gradient when lo > hi", "minigrad/ops/pointwise.py",
       "below = below & (lo < hi)", "below = below", *CORE),
     M("no_grad nesting: leaving turns grad mode on", "minigrad/grad_mode.py",
       "s.grad_enabled = s.modes.pop()", "s.modes.pop(); s.grad_enabled = True",
@@ -74,8 +74,8 @@ MUTATIONS = [
       "if scale < 1 or math.isnan(scale):", "if scale < 1:", *CORE, "tests/core/test_optim.py"),
     M("max spreads NaN", "minigrad/ops/reduce.py",
       "winners |= np.isnan(x) & np.isnan(z)", "pass", *CORE, "tests/core/test_ops_reduce.py"),
-    M("maximum: tie not split", "minigrad/ops/elementwise.py",
-      "g = np.where(tie, g * 0.5, g)", "g = g", *CORE, "tests/core/test_ops_elementwise.py"),
+    M("maximum: tie not split", "minigrad/ops/pointwise.py",
+      "g = np.where(tie, g * 0.5, g)", "g = g", *CORE, "tests/core/test_ops_pointwise.py"),
     M("0-d gradient left a numpy scalar", "minigrad/tensor.py",
       "if type(value) is not np.ndarray or value.dtype != self.data.dtype:", "if False:", *CORE),
     M("promotion: int64 with float32 is float64", "minigrad/ops/promotion.py",
@@ -83,7 +83,7 @@ MUTATIONS = [
       "return top, np.result_type(*dtypes)", "tests/core/test_dtype_promotion.py"),
     M("int @ float not refused", "minigrad/ops/linalg.py",
       "if category(a.dtype) != category(b.dtype):", "if False:",
-      "tests/core/test_dtype_promotion.py", "tests/core/test_matmul.py"),
+      "tests/core/test_dtype_promotion.py", "tests/core/test_ops_linalg.py"),
     # ---- serialization
     M("checkpoint written without fsync", "minigrad/serialization.py",
       "os.fsync(f.fileno())  # the bytes are on disk before the name points at them", "pass", *SAVE),

@@ -1,4 +1,4 @@
-"""Functions that make tensors: from data, filled, random, ranges; and joining tensors."""
+"""Functions that make tensors: from data, filled, random, ranges (joining them is in ops/shape.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .ops.elementwise import Where
-from .ops.promotion import result_type
-from .ops.shape import Cat, Stack
 from .random import generator
 from .tensor import Tensor, to_array
 
@@ -173,45 +170,3 @@ def as_tensor(data: Any) -> Tensor:
     """`data` itself if it is a Tensor, else a constant tensor (no copy of numpy arrays)."""
     return data if isinstance(data, Tensor) else Tensor(data)
 
-
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Join tensors along an existing axis."""
-    if not tensors:
-        raise ValueError("cat: expected a non-empty sequence of tensors")
-    return Cat.apply(*[as_tensor(t) for t in tensors], dim=dim)
-
-
-def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Join same-shaped tensors along a new axis."""
-    if not tensors:
-        raise ValueError("stack: expected a non-empty sequence of tensors")
-    return Stack.apply(*[as_tensor(t) for t in tensors], dim=dim)
-
-
-def where(condition: Any, input: Any, other: Any) -> Tensor:
-    """Elementwise `input` where condition is True, else `other` (all three broadcast)."""
-    cond = as_tensor(condition)
-    if cond.dtype != np.bool_:
-        raise TypeError(f"where: the condition must be boolean, not {cond.dtype}")
-    a = input if isinstance(input, Tensor) else None
-    b = other if isinstance(other, Tensor) else None
-    ref = a if a is not None else b
-    if ref is None:  # two numbers: where(c, 1, 0) is int64, where(c, 1, 0.5) float32 (as PyTorch)
-        dtype = result_type(input, other)
-        a, b = (Tensor._make(np.asarray(v, dtype=dtype), None) for v in (input, other))
-    a = a if a is not None else ref._other(input, fill="where")
-    b = b if b is not None else a._other(other, fill="where")
-    try:
-        return Where.apply(cond, a, b)
-    except ValueError:
-        raise ValueError(
-            f"where: shapes {cond.shape}, {a.shape} and {b.shape} do not broadcast"
-        ) from None
-
-
-def maximum(input: Any, other: Any) -> Tensor:
-    return as_tensor(input).maximum(other)
-
-
-def minimum(input: Any, other: Any) -> Tensor:
-    return as_tensor(input).minimum(other)

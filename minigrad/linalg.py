@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import autograd  # noqa: F401  (loaded first: tensor.py needs it loaded)
-from .ops.statistics import VectorNorm
+from .ops.statistics import VectorNorm, norm_order
 from .tensor import Tensor
-from .tensor_statistics import norm_order
 
 
 def vector_norm(x: Any, ord: float = 2, dim: Any = None, keepdim: bool = False, *,

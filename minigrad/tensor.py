@@ -1,9 +1,10 @@
 """The Tensor: one numpy array, its gradient, and the node of the graph that made it.
 
-Every method is written out (no attributes attached at import time): here, and in the base
-classes of tensor_arithmetic.py, tensor_math.py, tensor_pointwise.py, tensor_shape.py,
-tensor_ordering.py, tensor_indexing.py, tensor_statistics.py and tensor_dtype.py. Each hands
-the math to an op in `minigrad.ops`, where forward and backward sit side by side.
+This file holds what a tensor is: its array, gradient, graph node and version, backward, and
+Python's protocols (len, iteration, printing, conversions, the in-place operators). Its math is
+filed by kind in `minigrad.ops`: each op's module declares the op's method beside its Function
+(`ops/table.py`), so `x.exp()` is defined in ops/pointwise.py, `x.sum()` in ops/reduce.py;
+docs/api.md lists where each name is defined.
 """
 
 from __future__ import annotations
@@ -14,24 +15,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import autograd, grad_mode, versions
-from .ops.elementwise import (
-    Add,
-    Div,
-    Mul,
-    Neg,
-    Pow,
-    Sub,
-)
-from .ops.linalg import MatMul
 from .ops.promotion import result_type, scalar_array
-from .tensor_arithmetic import ArithmeticMethods
-from .tensor_dtype import DtypeMethods
-from .tensor_indexing import IndexingMethods
-from .tensor_math import MathMethods
-from .tensor_ordering import OrderingMethods
-from .tensor_pointwise import PointwiseMethods
-from .tensor_shape import ShapeMethods
-from .tensor_statistics import StatisticsMethods
 
 # bool < integer < float < complex: an in-place result may not move up this order.
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
@@ -60,8 +44,7 @@ def to_array(data: Any, dtype: Any = None) -> np.ndarray:
     return arr
 
 
-class Tensor(ArithmeticMethods, MathMethods, PointwiseMethods, ShapeMethods, OrderingMethods,
-             IndexingMethods, StatisticsMethods, DtypeMethods):
+class Tensor:
     """An n-dimensional array that records how it was computed, for reverse-mode autodiff.
 
     Attributes:
@@ -76,6 +59,7 @@ class Tensor(ArithmeticMethods, MathMethods, PointwiseMethods, ShapeMethods, Ord
 
     __slots__ = ("data", "_grad", "requires_grad", "_node", "_hooks", "name", "__weakref__")
     __array_ufunc__ = None  # numpy defers to our reflected operators: array * tensor works
+    __hash__ = object.__hash__  # identity, as in PyTorch; == is elementwise (ops/logic.py)
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None, name: str | None = None):
         self.data = to_array(data, dtype)
@@ -293,7 +277,7 @@ class Tensor(ArithmeticMethods, MathMethods, PointwiseMethods, ShapeMethods, Ord
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return self.data if dtype is None else self.data.astype(dtype)
 
-    # ------------------------------------------------------------------ arithmetic
+    # ------------------------------------------------------------------ operands and in-place updates
 
     def _other(self, other: Any, fill: str | None = None) -> Tensor:
         """A Python number takes this tensor's dtype unless its kind is higher (promotion.py):
@@ -317,48 +301,6 @@ class Tensor(ArithmeticMethods, MathMethods, PointwiseMethods, ShapeMethods, Ord
                     f"{op.__name__.lower()}: shapes {a.shape} and {b.shape} do not broadcast"
                 ) from None
             raise
-
-    def __add__(self, other: Any) -> Tensor:
-        return self._binary(Add, self, self._other(other))
-
-    def __radd__(self, other: Any) -> Tensor:
-        return self._binary(Add, self._other(other), self)
-
-    def __sub__(self, other: Any) -> Tensor:
-        return self._binary(Sub, self, self._other(other))
-
-    def __rsub__(self, other: Any) -> Tensor:
-        return self._binary(Sub, self._other(other), self)
-
-    def __mul__(self, other: Any) -> Tensor:
-        return self._binary(Mul, self, self._other(other))
-
-    def __rmul__(self, other: Any) -> Tensor:
-        return self._binary(Mul, self._other(other), self)
-
-    def __truediv__(self, other: Any) -> Tensor:
-        return self._binary(Div, self, self._other(other))
-
-    def __rtruediv__(self, other: Any) -> Tensor:
-        return self._binary(Div, self._other(other), self)
-
-    def __pow__(self, exponent: Any) -> Tensor:
-        return self._binary(Pow, self, self._other(exponent))
-
-    def __rpow__(self, base: Any) -> Tensor:
-        return self._binary(Pow, self._other(base), self)
-
-    def __neg__(self) -> Tensor:
-        return Neg.apply(self)
-
-    def __matmul__(self, other: Any) -> Tensor:
-        return MatMul.apply(self, self._other(other))
-
-    def __rmatmul__(self, other: Any) -> Tensor:
-        return MatMul.apply(self._other(other), self)
-
-    def matmul(self, other: Any) -> Tensor:
-        return self @ other
 
     def _inplace(self, other: Any, op: Callable, symbol: str) -> Tensor:
         """self <op>= other in this tensor's own array, then a new version (see `_version`).
@@ -386,6 +328,45 @@ class Tensor(ArithmeticMethods, MathMethods, PointwiseMethods, ShapeMethods, Ord
             )
         op(self.data, value, out=self.data, casting="unsafe")
         versions.bump(self.data)
+        return self
+
+    def _take_result(self, result: Tensor, op: str) -> Tensor:
+        """The last step of every in-place variant (ops/table.py): `x.exp_()` is `x.exp()`
+        written into x's own array, as in PyTorch.
+
+        Views of x see the new values and x's version moves on, so a node that saved x's old
+        values refuses backward (versions.py). In the graph, x becomes the op's output: the
+        node that made `result` is now x's node, and what that node saved of x is kept as it
+        was (PyTorch's original self), so `scores.masked_fill_(mask, -inf)` inside a forward
+        gets the gradients `masked_fill` gets. Refused, before anything is written: a leaf
+        that requires grad (in grad mode), a result of another shape (x.add_(y) where y
+        broadcasts x larger) or of a higher kind of dtype (int_x.exp_()).
+        """
+        if result is self:
+            return self
+        node = result._node
+        if node is not None and self._node is None and self.requires_grad:
+            raise RuntimeError(f"{op}: a leaf tensor that requires grad is used in an in-place operation; "
+                               "wrap it in `with no_grad():` (as an optimizer step does), or use the "
+                               f"out-of-place {op[:-1]}")
+        if result.shape != self.shape:
+            raise RuntimeError(f"{op}: the result has shape {result.shape}, which a tensor of shape "
+                               f"{self.shape} cannot hold in place")
+        if _KIND_RANK[result.dtype.kind] > _KIND_RANK[self.dtype.kind]:
+            raise TypeError(f"{op}: the result is {result.dtype}, which a tensor of {self.dtype} cannot hold "
+                            f"in place; use the out-of-place {op[:-1]}, or convert first (x = x.float())")
+        if node is not None:
+            mine = versions.storage(self.data)
+            if node.saved:
+                node.saved = tuple(a.copy() if isinstance(a, np.ndarray) and versions.storage(a) is mine
+                                   else a for a in node.saved)
+            before = Tensor._make(self.data, self._node)  # x as the op read it, for drawings
+            before.requires_grad, before.name = self.requires_grad, self.name
+            node.inputs = tuple(before if t is self else t for t in node.inputs)
+        np.copyto(self.data, result.data, casting="unsafe")
+        versions.bump(self.data)
+        if node is not None:
+            self._node, self.requires_grad = node, True
         return self
 
     def __iadd__(self, other: Any) -> Tensor:

@@ -16,7 +16,7 @@ import numpy as np
 
 from minigrad import Tensor, where
 from minigrad.autograd import Function
-from minigrad.ops.elementwise import Sigmoid
+from minigrad.ops.pointwise import Sigmoid
 from minigrad.ops.promotion import promote
 
 from ._checks import _check_reduction, _need_tensor

@@ -109,6 +109,7 @@ EXTENSIONS: dict[str, dict[str, str]] = {
     "torch.Tensor.std": {"correction": _CORRECTION},
     "torch.scatter": {"value": _VALUE},
     "torch.Tensor.scatter": {"value": _VALUE},
+    "torch.Tensor.scatter_": {"value": _VALUE},
     "torch.sort": {"stable": _STABLE},
     "torch.argsort": {"stable": _STABLE},
     "torch.Tensor.sort": {"stable": _STABLE},

@@ -10,7 +10,7 @@ import numpy as np
 from minigrad.autograd import Function
 from minigrad.nn.attention.one_block import Attention
 from minigrad.nn.kernels import CrossEntropy, LayerNorm, Linear
-from minigrad.ops.elementwise import Div, Mul
+from minigrad.ops.arithmetic import Div, Mul
 from minigrad.ops.linalg import MatMul
 from minigrad.ops.reduce import Max, Mean, Softmax, Sum
 from minigrad.tensor import Tensor

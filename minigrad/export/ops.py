@@ -9,9 +9,8 @@ Ops that draw random numbers (`RANDOM_OPS`) also get `training=`, the torch modu
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
-import numpy as np
 import torch
 import torch.nn.functional as TF
 
@@ -22,85 +21,20 @@ import minigrad.nn.attention.tiled as tiled
 import minigrad.nn.kernels as kernels
 import minigrad.nn.losses as losses
 from minigrad.autograd import Function
-from minigrad.ops import elementwise as ew
-from minigrad.ops import linalg, ordering, pointwise, reduce, rounding, shape
+from minigrad.ops import table
 
+from .twins_arithmetic import ARITHMETIC_TWINS
 from .twins_conv import CONV_TWINS
+from .twins_dtype import DTYPE_TWINS, torch_dtype  # noqa: F401  (torch_dtype: the exporters' too)
 from .twins_indexing import INDEXING_TWINS
+from .twins_linalg import LINALG_TWINS
 from .twins_nn import NN_TWINS
+from .twins_ordering import ORDERING_TWINS
+from .twins_pointwise import POINTWISE_TWINS
+from .twins_reduce import REDUCE_TWINS, _softmax
+from .twins_rounding import ROUNDING_TWINS
+from .twins_shape import SHAPE_TWINS
 from .twins_statistics import STATISTICS_TWINS
-
-# ----------------------------------------------------------------------------- helpers
-
-
-def torch_dtype(dtype: Any) -> torch.dtype:
-    """The torch dtype of a numpy dtype (float64 -> torch.float64, ...)."""
-    return torch.from_numpy(np.zeros(0, dtype=np.dtype(dtype))).dtype
-
-
-def _dims(x: torch.Tensor, dim: Any) -> tuple[int, ...]:
-    """minigrad's `dim` (None, int or tuple) as a tuple of axes; None and () mean every axis."""
-    if dim is None or (isinstance(dim, (tuple, list)) and not dim):
-        return tuple(range(x.dim()))
-    return (int(dim),) if isinstance(dim, (int, np.integer)) else tuple(int(d) for d in dim)
-
-
-def _clamp(x: torch.Tensor, *bounds: torch.Tensor, low: bool = True, high: bool = True) -> torch.Tensor:
-    """Clip's twin. x is broadcast first (torch's clamp backward fails when a tensor bound is
-    larger than x); the bounds are left as they are, so a 0-d bound does not promote x."""
-    x = x.expand(torch.broadcast_shapes(x.shape, *(b.shape for b in bounds)))
-    return torch.clamp(x, bounds[0] if low else None, bounds[-1] if high else None)
-
-
-def _reduce(fn: Callable) -> Callable:
-    """A reduction over minigrad's dims; over the no axes of a 0-d x every reduction but var
-    leaves x unchanged."""
-    def op(x: torch.Tensor, *, dim: Any = None, keepdim: bool = False, **kw: Any) -> torch.Tensor:
-        dims = _dims(x, dim)
-        if not dims:  # a 0-d x
-            if fn in (torch.var, torch.std):  # squared deviations (0) over n - correction = 1 - c
-                zero = x - x
-                var = zero * zero / torch.tensor(float(max(1 - kw["correction"], 0)), dtype=x.dtype)
-                return var if fn is torch.var else var.sqrt()
-            return x + 0  # a new tensor, as the op's output
-        return fn(x, dim=dims, keepdim=keepdim, **kw)
-    return op
-
-
-def _softmax(x: torch.Tensor, *, dim: int = -1) -> torch.Tensor:
-    """softmax with minigrad's edge rule: a row that is all -inf gives zeros (torch: NaN)."""
-    m = x.detach().amax(dim=dim, keepdim=True)
-    m = torch.where(torch.isfinite(m), m, torch.zeros((), dtype=m.dtype, device=m.device))
-    e = torch.exp(x - m)
-    s = e.sum(dim=dim, keepdim=True)
-    return e / torch.where(s == 0, torch.ones((), dtype=s.dtype, device=s.device), s)
-
-
-def _index(index: Any, device: torch.device) -> Any:
-    """minigrad's GetItem index (numpy's rules) as torch reads it. Integer arrays become int64;
-    with an index array present, numpy broadcasts an integer with the arrays while torch
-    selects it first, so such integers go in as one-element arrays; negative steps refused."""
-    parts = index if isinstance(index, tuple) else (index,)
-    arrays = any(isinstance(p, torch.Tensor) and p.dim() for p in parts)
-    out = []
-    for p in parts:
-        if isinstance(p, torch.Tensor) and p.dtype != torch.bool:
-            p = p.long()
-        elif isinstance(p, int) and not isinstance(p, bool) and arrays:
-            p = torch.tensor([p], device=device)
-        elif isinstance(p, slice) and p.step is not None and p.step < 0:
-            raise ValueError(f"getitem: torch has no negative slice steps ({p}); use flip in the model")
-        out.append(p)
-    return tuple(out) if isinstance(index, tuple) else out[0]
-
-
-def _masked_fill(x: torch.Tensor, mask: torch.Tensor, fill: torch.Tensor | None = None, *,
-                 value: float | None = None) -> torch.Tensor:
-    """Put `value` (a number) or `fill` (a 0-d tensor, which then gets a gradient) where mask is True."""
-    if fill is None:
-        return x.masked_fill(mask.bool(), value)
-    return torch.where(mask.bool(), fill, x)
-
 
 # ----------------------------------------------------------------------------- nn kernels
 
@@ -191,88 +125,12 @@ def _tril(T: int, device: torch.device) -> torch.Tensor:
     return _TRIL[key]
 
 
-def _gather_sorted(x: torch.Tensor, *, indices: Any, dim: int) -> torch.Tensor:
-    """The values of sort / topk; a 0-d input is one element along dim 0, as in minigrad."""
-    idx = torch.as_tensor(indices, device=x.device)
-    if x.ndim == 0:
-        return x.reshape(1)[idx.reshape(-1)].reshape(idx.shape)
-    return torch.take_along_dim(x, idx, dim)
-
-
 # ----------------------------------------------------------------------------- the table
 
 TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
-    # arithmetic and unary math
-    ew.Add: lambda a, b: a + b,
-    ew.Sub: lambda a, b: a - b,
-    ew.Mul: lambda a, b: a * b,
-    ew.Div: lambda a, b: a / b,
-    ew.Neg: lambda x: -x,
-    ew.Pow: lambda a, b: torch.pow(a, b),
-    ew.Exp: torch.exp,
-    ew.Log: torch.log,
-    ew.Sqrt: torch.sqrt,
-    ew.Abs: torch.abs,
-    ew.Tanh: torch.tanh,
-    ew.Sigmoid: torch.sigmoid,
-    ew.ReLU: torch.relu,
-    ew.Maximum: torch.maximum,  # a tie splits the gradient in halves in both
-    ew.Minimum: torch.minimum,
-    ew.Clip: _clamp,
-    ew.Where: lambda cond, a, b: torch.where(cond.bool(), a, b),
-    ew.MaskedFill: _masked_fill,
-    # pointwise math (integers never reach these: the Tensor methods convert them to float first)
-    pointwise.Sin: torch.sin,
-    pointwise.Cos: torch.cos,
-    pointwise.Tan: torch.tan,
-    pointwise.Asin: torch.asin,
-    pointwise.Acos: torch.acos,
-    pointwise.Atan: torch.atan,
-    pointwise.Sinh: torch.sinh,
-    pointwise.Cosh: torch.cosh,
-    pointwise.Expm1: torch.expm1,
-    pointwise.Log1p: torch.log1p,
-    pointwise.Log2: torch.log2,
-    pointwise.Log10: torch.log10,
-    pointwise.Erf: torch.erf,
-    pointwise.Atan2: torch.atan2,
-    pointwise.Hypot: torch.hypot,
-    pointwise.LogAddExp: torch.logaddexp,
-    rounding.Sign: torch.sign,
-    rounding.Floor: torch.floor,
-    rounding.Ceil: torch.ceil,
-    rounding.Round: lambda x, *, decimals=0: torch.round(x, decimals=decimals),
-    rounding.Trunc: torch.trunc,
-    rounding.Remainder: torch.remainder,
-    rounding.Fmod: torch.fmod,
-    rounding.RoundedDivide: lambda a, b, *, mode="floor": torch.div(a, b, rounding_mode=mode),
-    # linear algebra and casts
-    linalg.MatMul: torch.matmul,
-    linalg.Cast: lambda x, *, dtype: x.to(torch_dtype(dtype)),
-    # reductions
-    reduce.Sum: _reduce(torch.sum),
-    reduce.Mean: _reduce(torch.mean),
-    reduce.Max: _reduce(torch.amax),  # tied maxima share the gradient in both
-    reduce.Min: _reduce(torch.amin),
-    reduce.Var: _reduce(torch.var),
-    reduce.Std: _reduce(torch.std),  # gradient 0 on a constant slice in both
-    reduce.LogSumExp: _reduce(torch.logsumexp),
-    reduce.Softmax: _softmax,
-    reduce.LogSoftmax: lambda x, *, dim=-1: torch.log_softmax(x, dim),
-    # products, running sums, sorted values (ops/ordering.py)
-    ordering.Prod: lambda x, *, dim=None, keepdim=False: (
-        torch.prod(x) if dim is None else torch.prod(x, dim, keepdim=keepdim)),
-    ordering.CumSum: lambda x, *, dim: torch.cumsum(x, dim),
-    ordering.CumProd: lambda x, *, dim: torch.cumprod(x, dim),
-    ordering.GatherSorted: _gather_sorted,
-    # shape
-    shape.Reshape: lambda x, *, shape: x.reshape(shape),
-    shape.Permute: lambda x, *, dims: torch.permute(x, tuple(dims)),
-    shape.Expand: lambda x, *, shape: torch.broadcast_to(x, tuple(shape)),
-    shape.GetItem: lambda x, *, index: x[_index(index, x.device)],
-    shape.Cat: lambda *xs, dim=0: torch.cat(xs, dim),
-    shape.Stack: lambda *xs, dim=0: torch.stack(xs, dim),
-    # nn kernels
+    # an in-place op with no gradient (y.eq_(0)) on a tensor in a graph (minigrad/ops/table.py)
+    table.Overwritten: lambda x, *, values: x * 0 + torch.as_tensor(values, device=x.device),
+    # the nn kernels
     kernels.Linear: TF.linear,
     kernels.CrossEntropy: _cross_entropy,
     kernels.LayerNorm: _layer_norm,
@@ -293,10 +151,10 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
 RANDOM_OPS: frozenset[type[Function]] = frozenset({kernels.Dropout, one_block.Attention,
                                                    packed.PackedAttention})
 
-# The twins of the indexing ops, of the nn layers added with the recurrent and normalisation
-# modules, of the statistics reductions and of convolution, pooling and batch norm live in
-# their own files beside this one.
-TORCH_OPS.update(INDEXING_TWINS)
-TORCH_OPS.update(NN_TWINS)
-TORCH_OPS.update(STATISTICS_TWINS)
-TORCH_OPS.update(CONV_TWINS)
+# The twins of the core's ops live beside this file, one file per kind of op, named as the kind's
+# module in minigrad/ops/ (twins_pointwise.py for ops/pointwise.py); the twins of the nn layers
+# added with the recurrent and normalisation modules and of convolution, pooling and batch norm
+# too.
+for twins in (ARITHMETIC_TWINS, POINTWISE_TWINS, ROUNDING_TWINS, REDUCE_TWINS, ORDERING_TWINS,
+              STATISTICS_TWINS, SHAPE_TWINS, INDEXING_TWINS, LINALG_TWINS, DTYPE_TWINS, NN_TWINS, CONV_TWINS):
+    TORCH_OPS.update(twins)

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from minigrad.autograd import Function
-from minigrad.ops import einsum, indexing
+from minigrad.ops import indexing
 
 
 def _long(index: Any, device: torch.device) -> torch.Tensor:
@@ -69,12 +69,21 @@ def _index_put(y: torch.Tensor, value: torch.Tensor, *, steps: tuple) -> torch.T
     return out
 
 
+def _masked_fill(x: torch.Tensor, mask: torch.Tensor, fill: torch.Tensor | None = None, *,
+                 value: float | None = None) -> torch.Tensor:
+    """Put `value` (a number) or `fill` (a 0-d tensor, which then gets a gradient) where mask is True."""
+    if fill is None:
+        return x.masked_fill(mask.bool(), value)
+    return torch.where(mask.bool(), fill, x)
+
+
 INDEXING_TWINS: dict[type[Function], Callable[..., torch.Tensor]] = {
+    indexing.Where: lambda cond, a, b: torch.where(cond.bool(), a, b),
+    indexing.MaskedFill: _masked_fill,
     indexing.Gather: _gather,
     indexing.Scatter: _scatter,
     indexing.ScatterAdd: _scatter_add,
     indexing.IndexSelect: _index_select,
     indexing.IndexAdd: _index_add,
     indexing.IndexPut: _index_put,
-    einsum.Einsum: lambda *xs, equation: torch.einsum(equation, *xs),
 }

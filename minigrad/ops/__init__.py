@@ -1,18 +1,27 @@
-"""The differentiable ops, one `Function` subclass each, grouped by kind.
+"""The ops, filed by kind: each kind's module holds, for every op of that kind, its `Function`
+(forward and backward side by side, the math in the docstring) and, declared beside it with
+`table.op`, its Tensor method, its function form and its in-place variant.
 
-    elementwise.py   arithmetic, unary math, maximum/minimum, clip, where, masked_fill
-    pointwise.py     trigonometry, exp2/expm1/log2/log10/log1p, erf, atan2, hypot, logaddexp
-    rounding.py      sign, floor, ceil, round, trunc (gradient 0), remainder, fmod, // and div
-                     with a rounding mode
-    reduce.py        sum, mean, amax/amin, var/std, logsumexp, softmax, log_softmax
-    ordering.py      prod, cumsum, cumprod, the values of sort / topk / max(dim)
-    statistics.py    median, vector norms
-    shape.py         reshape, permute, expand, indexing, cat, stack
-    indexing.py      gather, scatter, scatter_add, index_select, index_add, y[index] = value
-    einsum.py        einsum
-    linalg.py        matmul, cast
-    promotion.py     the one dtype rule for mixed operands
-    erf.py           the erf kernel for numpy arrays (numpy has none)
+    arithmetic.py   + - * / ** and negation: add, sub, mul, div, true_divide, neg, pow
+    pointwise.py    exp, log, sqrt, abs, tanh, sigmoid, relu, clamp, maximum/minimum,
+                    trigonometry, exp2/expm1/log2/log10/log1p, erf, atan2, hypot, logaddexp,
+                    reciprocal, rsqrt, square, lerp, nan_to_num
+    rounding.py     sign, floor, ceil, round, trunc, frac (gradient 0), remainder, fmod, //
+                    and div with a rounding mode
+    logic.py        comparisons, isnan/isinf/isfinite, isclose, logical and bitwise ops (no grad)
+    reduce.py       sum, mean, max/min, amax/amin, var/std, logsumexp, softmax, log_softmax,
+                    all/any, argmax/argmin
+    ordering.py     prod, cumsum, cumprod, sort, argsort, topk, count_nonzero
+    statistics.py   median, vector norms, multinomial
+    shape.py        reshape, view, permute, transpose, expand, (un)squeeze, flatten, split,
+                    indexing, cat, stack, flip, roll, repeat, tril/triu, diagonal
+    indexing.py     gather, scatter, index_select, index_add, masked_fill, masked_select,
+                    where, nonzero, y[index] = value
+    linalg.py       matmul (@), mm, bmm, outer, einsum
+    dtype.py        to, type, float, double, half, long, int, bool
+
+Beside the kinds: table.py (the declarations), arguments.py (dims and indices, checked),
+promotion.py (the one dtype rule for mixed operands), erf.py (numpy has no erf).
 
 The needs_input_grad rule, held by every op here (tests/core/test_needs_input_grad.py):
 backward returns None for an input whose `ctx.needs_input_grad` entry is False, unless that
@@ -23,3 +32,6 @@ or a frozen weight costs no array work. An op with a single array input needs no
 is recorded only when that input requires grad. The engine drops whatever is returned for an
 input that needs no gradient, so the rule is about cost, never about the result.
 """
+
+KINDS = ("arithmetic", "pointwise", "rounding", "logic", "reduce", "ordering", "statistics", "shape",
+         "indexing", "linalg", "dtype")  # minigrad/__init__.py imports each, and so declares its ops

@@ -9,21 +9,38 @@ an IndexError naming the op, the index, the dim and its size.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
 
+from .. import grad_mode, versions
 from ..autograd import Function
-from .ordering import one_axis
+from ..creation import as_tensor
+from ..tensor import Tensor
+from .arguments import check_index, index_array, one_axis
+from .promotion import promote, result_type
+from .shape import _ints_first, _to_index
+from .table import function, method, op
 
 
-def check_index(index: Any, op: str, what: str = "index") -> np.ndarray:
-    """`index` as an integer array, or a TypeError naming the op (floats and bools refused)."""
-    index = np.asarray(index)
-    if index.dtype.kind not in "iu":
-        raise TypeError(f"{op}: {what} must be an integer tensor, not {index.dtype} "
-                        "(make it with dtype=minigrad.int64)")
-    return index
+def _check_writable_in_graph(t: Tensor, value: Tensor) -> None:
+    """PyTorch's leaf rule, and a refusal where minigrad's answer would be wrong: t a view of
+    another tensor that requires grad (minigrad does not rewrite the graph of a view's base)."""
+    if t.requires_grad and t._node is None:
+        raise RuntimeError("setitem: a leaf Variable that requires grad is being used in an in-place "
+                           "operation; write into a copy (y = x.clone(); y[i] = v) or under no_grad()")
+    node = t._node
+    while node is not None and type(node) is IndexPut:  # an earlier write: the same tensor
+        node = node.inputs[0]._node
+    if node is not None:
+        s = versions.storage(t.data)
+        for inp in node.inputs:
+            if inp.requires_grad and versions.storage(inp.data) is s:
+                base = "a leaf Variable" if inp._node is None else "a tensor"
+                raise RuntimeError(f"setitem: a view of {base} that requires grad (made by "
+                                   f"{node.name}) is being used in an in-place operation; "
+                                   "clone() it first")
 
 
 def check_range(index: np.ndarray, size: int, dim: int, op: str) -> None:
@@ -89,6 +106,13 @@ class Gather(Function):
         return dx.reshape(ctx.shape)
 
 
+@op
+def gather(self, dim: int, index: Any) -> Tensor:
+    """out[i][j][k] = self[i][index[i][j][k]][k] (dim 1): the index's shape, which must be
+    no larger than self apart from `dim`."""
+    return Gather.apply(self, dim=dim, index=index_array(index))
+
+
 class Scatter(Function):
     """z = x, then z[i, index[i, j, k], k] = src[i, j, k]   (dim 1)
     dx = g with zeros where z was overwritten       dsrc[i, j, k] = g[i, index[i, j, k], k]
@@ -122,6 +146,24 @@ class Scatter(Function):
         return dx, dsrc
 
 
+@op(inplace=True)
+def scatter(self, dim: int, index: Any, src: Any = None, *, value: Any = None,
+            reduce: str | None = None) -> Tensor:
+    """A copy of self with out[i][index[i][j][k]][k] = src[i][j][k] (dim 1); a number, as src
+    or as value=, goes to every index entry. `reduce` is refused: use scatter_add for sums."""
+    if reduce is not None:
+        raise ValueError(f"scatter: reduce={reduce!r} is not supported (PyTorch deprecates it); "
+                         "use scatter_add for reduce='add'")
+    if (src is None) == (value is None):
+        raise TypeError("scatter: give exactly one of src (a tensor) and value (a number)")
+    if value is None and isinstance(src, (bool, int, float)):
+        src, value = None, src  # x.scatter(1, index, 2.5): the number is the value
+    index = index_array(index)
+    if value is not None:
+        src = self._make(np.full(index.shape, value, dtype=self.dtype), None)
+    return Scatter.apply(self, self._other(src), dim=dim, index=index)
+
+
 class ScatterAdd(Function):
     """z = x, then z[i, index[i, j, k], k] += src[i, j, k]   (dim 1)
     dx = g       dsrc[i, j, k] = g[i, index[i, j, k], k]   (0 beyond index.shape)"""
@@ -143,6 +185,13 @@ class ScatterAdd(Function):
             dsrc[ctx.used] = np.atleast_1d(g)[ctx.grid]
             dsrc = dsrc.reshape(ctx.src_shape)
         return g, dsrc
+
+
+@op(inplace=True)
+def scatter_add(self, dim: int, index: Any, src: Any) -> Tensor:
+    """A copy of self with out[i][index[i][j][k]][k] += src[i][j][k] (dim 1); repeated
+    index entries add up."""
+    return ScatterAdd.apply(self, self._other(src), dim=dim, index=index_array(index))
 
 
 def _vector_index(x: np.ndarray, index: Any, dim: int, op: str) -> tuple[int, np.ndarray]:
@@ -177,6 +226,12 @@ class IndexSelect(Function):
         return dx.reshape(ctx.shape)
 
 
+@op
+def index_select(self, dim: int, index: Any) -> Tensor:
+    """The slices of self along `dim` at the entries of the 0-d or 1-d `index`, in order."""
+    return IndexSelect.apply(self, dim=dim, index=index_array(index))
+
+
 class IndexAdd(Function):
     """z = x, then z[..., index[k], ...] += alpha * source[..., k, ...] (along dim)
     dx = g       dsource = alpha * g[..., index, ...]"""
@@ -202,6 +257,12 @@ class IndexAdd(Function):
             dsource = np.take(np.atleast_1d(g), ctx.idx, axis=ctx.axis)
             dsource = (dsource if ctx.alpha == 1 else ctx.alpha * dsource).reshape(ctx.source_shape)
         return g, dsource
+
+
+@op(inplace=True)
+def index_add(self, dim: int, index: Any, source: Any, *, alpha: float = 1) -> Tensor:
+    """A copy of self with slice index[k] along `dim` increased by alpha * source's slice k."""
+    return IndexAdd.apply(self, self._other(source), dim=dim, index=index_array(index), alpha=alpha)
 
 
 # ----------------------------------------------------------------------------- assignment
@@ -234,7 +295,7 @@ class IndexPut(Function):
     dy = g with zeros at index       dvalue = g[index], summed over what value was broadcast to
 
     `y[index] = value` rewrites y in place: forward writes into y's array and returns it, and
-    the Tensor method makes y this node's output (see `IndexingMethods.__setitem__`). Nothing
+    the Tensor method makes y this node's output (see `Tensor.__setitem__`). Nothing
     is saved: neither gradient needs a value. A repeated index writes one of its copies, yet
     each copy of value gets the gradient at its place, as PyTorch's index_put.
     `steps`: the index, or the two steps an int beside an index array takes (PyTorch's order).
@@ -259,3 +320,190 @@ class IndexPut(Function):
                 dvalue = dvalue.reshape((1,) * lead + dvalue.shape)
             dvalue = dvalue.astype(ctx.value_dtype, copy=False)
         return dy, dvalue
+
+
+@method
+def __setitem__(self, index: Any, value: Any) -> None:
+    """self[index] = value, in place (ints, slices, None, ..., boolean masks, int arrays).
+
+    With a gradient wanted, self becomes the output of an IndexPut node whose inputs are
+    the old self and value: the overwritten places get gradient 0, and value gets the
+    gradient at its places (summed where it was broadcast). As in PyTorch, a leaf that
+    requires grad cannot be written (clone() it, or write under no_grad()), and nodes that
+    saved the old values make backward raise (the version counter). Ops that used self
+    before the write keep the node self had then (the engine records each op's parents
+    when it runs), so y[i] = f(y) and a use of y before the write get PyTorch's gradients.
+    """
+    try:
+        index = _to_index(index)
+    except IndexError as e:
+        raise IndexError(str(e).replace("getitem", "setitem", 1)) from None
+    steps = (_ints_first(index) if type(index) is tuple else None) or (index,)
+    v = value if isinstance(value, Tensor) else self._make(np.asarray(value, self.dtype), None)
+    graph = grad_mode.is_grad_enabled() and (self.requires_grad or v.requires_grad)
+    if graph:
+        _check_writable_in_graph(self, v)
+    if not self.data.flags.writeable:
+        raise RuntimeError(f"setitem: this tensor's array (shape {self.shape}) is read-only, as "
+                           "an expand or broadcast_to result, whose elements share memory; "
+                           "clone() it first")
+    if not graph:
+        put(self.data, steps, v.data)
+    else:
+        old = self._make(self.data, self._node)
+        old.requires_grad = self.requires_grad
+        out = IndexPut.apply(old, v, steps=steps)
+        if self._node is not None and self._node.retained is not None:
+            self._node.retained = None  # retain_grad() asked for the gradient of the tensor,
+            out._node.retained = weakref.ref(self)  # which is now the new value
+        self._node, self.requires_grad = out._node, True
+    versions.bump(self.data)
+
+
+# ----------------------------------------------------------------------------- selection
+
+class Where(Function):
+    """z = where(cond, a, b)     da = g * cond,  db = g * ~cond   (cond carries no gradient)"""
+
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        cond = cond.astype(bool, copy=False)
+        ctx.save_for_backward(cond)
+        return np.where(cond, *promote(a, b))  # (not a hot path: no inline check)
+
+    @staticmethod
+    def backward(ctx, g):
+        (cond,) = ctx.saved
+        zero = np.zeros((), dtype=g.dtype)
+        da = np.where(cond, g, zero) if ctx.needs_input_grad[1] else None
+        db = np.where(cond, zero, g) if ctx.needs_input_grad[2] else None
+        return None, da, db
+
+
+@function
+def where(condition: Any, input: Any, other: Any) -> Tensor:
+    """Elementwise `input` where condition is True, else `other` (all three broadcast)."""
+    cond = as_tensor(condition)
+    if cond.dtype != np.bool_:
+        raise TypeError(f"where: the condition must be boolean, not {cond.dtype}")
+    a = input if isinstance(input, Tensor) else None
+    b = other if isinstance(other, Tensor) else None
+    ref = a if a is not None else b
+    if ref is None:  # two numbers: where(c, 1, 0) is int64, where(c, 1, 0.5) float32 (as PyTorch)
+        dtype = result_type(input, other)
+        a, b = (Tensor._make(np.asarray(v, dtype=dtype), None) for v in (input, other))
+    a = a if a is not None else ref._other(input, fill="where")
+    b = b if b is not None else a._other(other, fill="where")
+    try:
+        return Where.apply(cond, a, b)
+    except ValueError:
+        raise ValueError(
+            f"where: shapes {cond.shape}, {a.shape} and {b.shape} do not broadcast"
+        ) from None
+
+
+class MaskedFill(Function):
+    """z = where(mask, v, x)     dx = g * ~mask,   dv = sum of g over the filled places
+
+    v is a number (the keyword `value`, no gradient) or a 0-d array input (`fill`).
+    """
+
+    @staticmethod
+    def forward(ctx, x, mask, fill=None, *, value=None):
+        mask = mask.astype(bool, copy=False)
+        ctx.save_for_backward(mask)
+        v = value if fill is None else fill
+        return np.where(mask, np.asarray(v, dtype=x.dtype), x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (mask,) = ctx.saved
+        needs = ctx.needs_input_grad
+        zero = np.zeros((), dtype=g.dtype)
+        dx = np.where(mask, zero, g) if needs[0] else None
+        if len(needs) == 2:
+            return dx, None
+        return dx, None, (np.where(mask, g, zero).sum() if needs[2] else None)
+
+
+@op(inplace=True)
+def masked_fill(self, mask: Any, value: float | Tensor) -> Tensor:
+    """Put `value` where `mask` is True (mask broadcasts to self's shape).
+
+    `value` is a number, or a 0-d tensor that then gets the gradients of the places it
+    filled, summed (as in PyTorch)."""
+    m = mask if isinstance(mask, Tensor) else self._make(np.asarray(mask), None)
+    if m.dtype != np.bool_:
+        raise TypeError(f"masked_fill: the mask must be boolean, not {m.dtype}")
+    try:
+        fits = np.broadcast_shapes(m.shape, self.shape) == self.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"masked_fill: mask of shape {m.shape} does not broadcast to {self.shape}")
+    if isinstance(value, Tensor):  # a Tensor: a graph input, so that it gets a gradient
+        if value.ndim != 0:
+            raise ValueError(f"masked_fill: a tensor value must be 0-d, not of shape {value.shape}")
+        return MaskedFill.apply(self, m, value)
+    return MaskedFill.apply(self, m, value=value)
+
+
+# ----------------------------------------------------------------------------- methods
+
+
+@op
+def take_along_dim(self, indices: Any, dim: int | None = None) -> Tensor:
+    """gather, with self and indices broadcast against each other apart from `dim` and
+    negative indices counted from the end; dim=None: both flattened first."""
+    idx = check_index(index_array(indices), "take_along_dim", "indices")
+    if dim is None:
+        flat = self.reshape(-1)
+        n = flat.shape[0]
+        check_range(idx, n, 0, "take_along_dim")  # flattened, torch takes no negative index
+        return flat.gather(0, idx.reshape(-1))
+    axis = one_axis(dim, self.ndim, "take_along_dim")
+    if max(idx.ndim, 1) != max(self.ndim, 1):
+        raise ValueError(f"take_along_dim: input of shape {self.shape} and indices of shape "
+                         f"{idx.shape} need the same number of dimensions")
+    x = self
+    if self.ndim:
+        mine, theirs = list(self.shape), list(idx.shape)
+        mine[axis] = theirs[axis] = 1
+        try:
+            lead = np.broadcast_shapes(tuple(mine), tuple(theirs))
+        except ValueError:
+            raise ValueError(f"take_along_dim: input of shape {self.shape} and indices of shape "
+                             f"{idx.shape} do not broadcast apart from dim {dim}") from None
+        x_shape = lead[:axis] + (self.shape[axis],) + lead[axis + 1:]
+        idx = np.broadcast_to(idx, lead[:axis] + (idx.shape[axis],) + lead[axis + 1:])
+        x = self if x_shape == self.shape else self.expand(x_shape)
+    n = x.shape[axis] if x.ndim else 1
+    if idx.size and (idx.min() < -n or idx.max() >= n):  # -n <= index < n, as PyTorch
+        bad = idx.min() if idx.min() < -n else idx.max()
+        raise IndexError(f"take_along_dim: index {bad} is out of bounds for dimension {dim} "
+                         f"with size {n}")
+    return x.gather(axis, np.where(idx < 0, idx + n, idx))
+
+
+@op
+def masked_select(self, mask: Any) -> Tensor:
+    """The 1-d tensor of self's elements where the boolean `mask` is True, both broadcast."""
+    m = index_array(mask)
+    if m.dtype != np.bool_:
+        raise TypeError(f"masked_select: the mask must be boolean, not {m.dtype}")
+    try:
+        shape = np.broadcast_shapes(self.shape, m.shape)
+    except ValueError:
+        raise ValueError(f"masked_select: input of shape {self.shape} and mask of shape "
+                         f"{m.shape} do not broadcast") from None
+    x = self if shape == self.shape else self.expand(shape)
+    return x[np.broadcast_to(m, shape)]
+
+
+@op
+def nonzero(self, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
+    """The int64 indices of the nonzero elements, one row each, shape (n, ndim); with
+    as_tuple, one 1-d tensor per dim (a 0-d tensor counts as 1-d). Not differentiable."""
+    if as_tuple:
+        return tuple(self._make(i.astype(np.int64), None) for i in np.nonzero(np.atleast_1d(self.data)))
+    return self._make(np.argwhere(self.data).astype(np.int64), None)

@@ -2,26 +2,48 @@
 
 `dim` is one axis (negative counting from the end); a 0-d input is treated as a single element
 along dim 0 or -1, as in PyTorch. Prod also takes dim=None (every element). The indices of sort
-and topk are not differentiable: the Tensor methods (tensor_ordering.py) compute them with
-numpy and hand them to `GatherSorted`, whose backward sends each g to the place it came from.
+and topk are not differentiable: the Tensor methods (declared below) compute them with numpy and
+hand them to `GatherSorted`, whose backward sends each g to the place it came from.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..autograd import Function
+from ..tensor import Tensor
+from .arguments import Dim, normalize_dims, one_axis
+from .table import op
 
 
-def one_axis(dim, ndim: int, op: str) -> int:
-    """`dim` as a non-negative axis of an array with `ndim` dims (at least 1), checked."""
-    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
-        raise TypeError(f"{op}: dim must be an int, not {dim!r}")
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"{op}: dim {dim} is out of range for a tensor of {ndim} dimensions "
-                         f"(expected one in [{-n}, {n - 1}])")
-    return int(dim) % n
+class SortResult(NamedTuple):
+    """What `sort` returns, as torch.return_types.sort: `values, indices = x.sort()`."""
+
+    values: Tensor
+    indices: Tensor
+
+
+class TopKResult(NamedTuple):
+    """What `topk` returns, as torch.return_types.topk: `values, indices = x.topk(k)`."""
+
+    values: Tensor
+    indices: Tensor
+
+
+def stable_argsort(a: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """Indices sorting `a` along axis, equal values keeping their order (PyTorch's stable=True).
+
+    Descending sorts the reversed array ascending and reverses the result, so ties still keep
+    their original order and no value is negated (which would overflow the smallest integer
+    and fail on bool). NaN counts as the largest value, as in PyTorch.
+    """
+    if not descending:
+        return np.argsort(a, axis=axis, kind="stable")
+    n = a.shape[axis]
+    flipped = np.argsort(np.flip(a, axis), axis=axis, kind="stable")
+    return np.flip(n - 1 - flipped, axis).copy()  # a fresh array: no negative strides
 
 
 def _widen(x: np.ndarray) -> np.ndarray:
@@ -82,6 +104,12 @@ class Prod(Function):
         return g * before * after
 
 
+@op
+def prod(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The product of the elements over `dim` (one axis) or of all of them (dim=None)."""
+    return Prod.apply(self, dim=dim, keepdim=keepdim)
+
+
 class CumSum(Function):
     """z_i = sum_{j <= i} x_j along dim       dx_j = sum_{i >= j} g_i"""
 
@@ -94,6 +122,11 @@ class CumSum(Function):
     @staticmethod
     def backward(ctx, g):
         return _reverse_cumsum(np.atleast_1d(g), ctx.axis).reshape(g.shape)
+
+
+@op(inplace=True)
+def cumsum(self, dim: int) -> Tensor:
+    return CumSum.apply(self, dim=dim)
 
 
 class CumProd(Function):
@@ -131,6 +164,11 @@ class CumProd(Function):
         return dx.astype(g.dtype, copy=False).reshape(shape)
 
 
+@op(inplace=True)
+def cumprod(self, dim: int) -> Tensor:
+    return CumProd.apply(self, dim=dim)
+
+
 class GatherSorted(Function):
     """z = take_along_dim(x, indices, dim)       dx = 0, then dx[indices] += g along dim
 
@@ -152,3 +190,56 @@ class GatherSorted(Function):
         dx = np.zeros(ctx.shape, dtype=g.dtype)
         np.put_along_axis(dx, ctx.indices, g, axis=ctx.axis)  # indices along dim are distinct
         return dx
+
+
+@op
+def sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> SortResult:
+    """(values, indices) of the elements sorted along `dim`, ascending unless `descending`.
+
+    The sort is always stable (equal values keep their order), which stable=False allows.
+    """
+    axis, idx = _sort_indices(self, dim, descending, "sort")
+    idx = idx.reshape(self.shape)
+    values = GatherSorted.apply(self, indices=idx, dim=axis)
+    return SortResult(values, self._make(idx.astype(np.int64, copy=False), None))
+
+
+@op
+def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> TopKResult:
+    """(values, indices) of the k largest elements along `dim` (smallest with largest=False),
+    in sorted order. sorted=False allows any order; they come sorted anyway."""
+    axis = one_axis(dim, self.ndim, "topk")
+    n = self.shape[axis] if self.ndim else 1
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 0 <= k <= n:
+        raise ValueError(f"topk: k={k!r} is out of range for dim {dim} of size {n} in a tensor "
+                         f"of shape {self.shape}; pass an int k with 0 <= k <= {n}")
+    _, idx = _sort_indices(self, dim, largest, "topk")
+    idx = np.take(idx, np.arange(k), axis=axis)
+    if self.ndim == 0:
+        idx = idx.reshape(()) if k else idx
+    values = GatherSorted.apply(self, indices=idx, dim=axis)
+    return TopKResult(values, self._make(idx.astype(np.int64, copy=False), None))
+
+
+# ----------------------------------------------------------------------------- methods
+
+
+def _sort_indices(self, dim: int, descending: bool, op: str) -> tuple[int, np.ndarray]:
+    axis = one_axis(dim, self.ndim, op)
+    data = self.data if self.ndim else self.data.reshape(1)
+    return axis, stable_argsort(data, axis, descending)
+
+
+@op
+def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
+    """The int64 indices that sort the elements along `dim` (stable, as `sort`)."""
+    _, idx = _sort_indices(self, dim, descending, "argsort")
+    return self._make(idx.reshape(self.shape).astype(np.int64, copy=False), None)
+
+
+@op
+def count_nonzero(self, dim: Dim = None) -> Tensor:
+    """The int64 number of nonzero elements over `dim` (None: all; an int or a tuple)."""
+    axes = normalize_dims(dim, self.ndim, "count_nonzero")
+    counts = np.count_nonzero(self.data, axis=axes) if self.ndim else np.count_nonzero(self.data)
+    return self._make(np.asarray(counts, dtype=np.int64), None)

@@ -11,29 +11,41 @@ largest value 65504, yet their norm is 320.)
 
 from __future__ import annotations
 
+import builtins  # sum, max, min, all and any here are Tensor methods; Python's are builtins.*
+from typing import Any, NamedTuple
+
 import numpy as np
 
 from ..autograd import Function
+from ..creation import as_tensor
+from ..tensor import Tensor
+from .arguments import Dim, normalize_dims, one_axis
+from .logic import bools
+from .ordering import GatherSorted
+from .table import function, method, op
 
 
-def normalize_dims(dim, ndim: int, op: str) -> tuple[int, ...]:
-    """`dim` (None, int or tuple) as a sorted tuple of non-negative axes, checked."""
-    if dim is None:
-        return tuple(range(ndim))
-    if isinstance(dim, (int, np.integer)):
-        dims = (dim,)
-    elif isinstance(dim, (tuple, list)) and all(isinstance(d, (int, np.integer)) for d in dim):
-        dims = tuple(dim)
-    else:
-        raise TypeError(f"{op}: dim must be an int or a tuple of ints, not {dim!r}")
-    out = []
-    for d in dims:
-        if not -max(ndim, 1) <= d < max(ndim, 1):
-            raise IndexError(f"{op}: dim {d} is out of range for a tensor of {ndim} dimensions")
-        out.append(int(d) % max(ndim, 1) if ndim else 0)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{op}: dim {dim} repeats an axis")
-    return tuple(sorted(out)) if ndim else ()
+def variance_options(op: str, dim: Any, unbiased: Any, keepdim: Any, correction: Any) -> dict:
+    """torch's arguments of var and std as the op's (dim, keepdim, correction).
+
+    torch has three forms: var(dim, unbiased=True, keepdim=False), var(dim=None, *,
+    correction=1, keepdim=False) and var(unbiased) (a bool first); unbiased=True is
+    correction 1 (divide by n - 1), False correction 0 (divide by n)."""
+    if isinstance(dim, (bool, np.bool_)):  # x.var(False): the unbiased form
+        if unbiased is not None:
+            raise TypeError(f"{op}: got a bool dim ({dim}) and unbiased={unbiased!r}; the dims are "
+                            "ints, and a lone bool is unbiased")
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{op}: give unbiased={unbiased!r} or correction={correction!r}, not both")
+    if unbiased is not None and not isinstance(unbiased, (bool, np.bool_)):
+        raise TypeError(f"{op}: unbiased (the second positional argument, as in torch) must be a bool, "
+                        f"not {unbiased!r}; for another divisor pass correction={unbiased!r}")
+    if correction is None:
+        correction = 0 if unbiased is False or unbiased is np.False_ else 1
+    elif isinstance(correction, (bool, np.bool_)) or not isinstance(correction, (int, float, np.number)):
+        raise TypeError(f"{op}: correction must be a number (n - correction divides), not {correction!r}")
+    return {"dim": dim, "keepdim": bool(keepdim), "correction": correction}
 
 
 def reduce_dims(dim, ndim: int, op: str) -> tuple[int, ...]:
@@ -99,6 +111,11 @@ class Sum(Function):
         return np.broadcast_to(_keep(g, ctx.axes, ctx.keepdim), ctx.shape)
 
 
+@op
+def sum(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    return Sum.apply(self, dim=dim, keepdim=keepdim)
+
+
 class Mean(Function):
     """z = sum_i x_i / n over dim       dx = g / n broadcast back (n = number averaged)"""
 
@@ -115,6 +132,12 @@ class Mean(Function):
         return np.broadcast_to(_keep(g, ctx.axes, ctx.keepdim) / ctx.n, ctx.shape)
 
 
+@op
+def mean(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    _float_only(self, "mean")
+    return Mean.apply(self, dim=dim, keepdim=keepdim)
+
+
 class Max(Function):
     """z = max_i x_i over dim       dx = g * [x_i == z] / (number of ties)
 
@@ -126,7 +149,7 @@ class Max(Function):
     @staticmethod
     def forward(ctx, x, *, dim=None, keepdim=False, op="max"):
         axes = reduce_dims(dim, x.ndim, op)
-        if any(x.shape[a] == 0 for a in axes):
+        if builtins.any(x.shape[a] == 0 for a in axes):
             raise ValueError(f"{op}: cannot reduce an empty dimension of shape {x.shape}")
         reduce = np.max if op == "max" else np.min
         z = reduce(x, axis=axes, keepdims=True)
@@ -144,12 +167,91 @@ class Max(Function):
         return _keep(g, ctx.axes, ctx.keepdim) * share.astype(g.dtype, copy=False)
 
 
+class MaxResult(NamedTuple):
+    """What `max(dim)` returns, as torch.return_types.max: `values, indices = x.max(dim=1)`."""
+
+    values: Tensor
+    indices: Tensor
+
+class MinResult(NamedTuple):
+    """What `min(dim)` returns, as torch.return_types.min."""
+
+    values: Tensor
+    indices: Tensor
+
+def _extreme(self, dim: int, keepdim: bool, op: str) -> MaxResult | MinResult:
+    """(values, indices) of the largest (smallest) element along one dim, as PyTorch's
+    max(dim) / min(dim): the first of tied elements wins, a NaN wins over any number, and
+    the gradient of the values goes to the element picked (amax / amin share it among ties)."""
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"{op}: dim must be one int, got {dim!r}; for several dims use "
+                        f"a{op}(dim=...), which returns the values only")
+    axis = one_axis(dim, self.ndim, op)
+    if self.ndim and self.shape[axis] == 0:
+        raise IndexError(f"{op}: cannot reduce the empty dim {dim} of a tensor of shape {self.shape}")
+    flat = self.data.reshape(1) if self.ndim == 0 else self.data
+    pick = np.argmax if op == "max" else np.argmin  # NaN counts as the extreme in both
+    idx = np.expand_dims(pick(flat, axis=axis), axis)
+    if self.ndim == 0:
+        idx = idx.reshape(())
+    values = GatherSorted.apply(self, indices=idx, dim=axis)
+    indices = idx
+    if not keepdim and self.ndim:
+        values, indices = values.squeeze(axis), np.squeeze(idx, axis)
+    result = MaxResult if op == "max" else MinResult
+    return result(values, self._make(indices.astype(np.int64, copy=False), None))
+
+
+@op
+def max(self, dim: int | None = None, keepdim: bool = False) -> Any:
+    """x.max(): the largest value, a tensor (tied maxima share the gradient).
+    x.max(dim): a named tuple (values, indices), as PyTorch; see `_extreme`.
+    x.max(other_tensor) is `maximum`, as in PyTorch."""
+    if hasattr(dim, "data"):
+        return self.maximum(dim)
+    if dim is None:
+        return Max.apply(self)
+    return _extreme(self, dim, keepdim, "max")
+
+
+@method
+def amax(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    """The largest values over dim (one, several or all), ties sharing the gradient."""
+    return Max.apply(self, dim=dim, keepdim=keepdim)
+
+
+@function(name="amax")
+def amax_form(input: Any, dim: Dim = (), keepdim: bool = False) -> Tensor:
+    return as_tensor(input).amax(dim, keepdim)
+
+
 class Min(Max):
     """z = min_i x_i over dim       dx = g * [x_i == z] / (number of ties)"""
 
     @staticmethod
     def forward(ctx, x, *, dim=None, keepdim=False):
         return Max.forward(ctx, x, dim=dim, keepdim=keepdim, op="min")
+
+
+@op
+def min(self, dim: int | None = None, keepdim: bool = False) -> Any:
+    """x.min(): the smallest value; x.min(dim): a named tuple (values, indices)."""
+    if hasattr(dim, "data"):
+        return self.minimum(dim)
+    if dim is None:
+        return Min.apply(self)
+    return _extreme(self, dim, keepdim, "min")
+
+
+@method
+def amin(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    """The smallest values over dim (one, several or all), ties sharing the gradient."""
+    return Min.apply(self, dim=dim, keepdim=keepdim)
+
+
+@function(name="amin")
+def amin_form(input: Any, dim: Dim = (), keepdim: bool = False) -> Tensor:
+    return as_tensor(input).amin(dim, keepdim)
 
 
 class Var(Function):
@@ -176,6 +278,16 @@ class Var(Function):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             dx = _keep(widened(g), ctx.axes, ctx.keepdim) * d * (2 / d.dtype.type(ctx.denom)) * c
         return narrowed(dx, ctx.dtype)
+
+
+@op
+def var(self, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None) -> Tensor:
+    """Variance over dim, dividing by n - correction; torch's arguments: var(dim, unbiased,
+    keepdim) or var(dim, correction=..., keepdim=...) (unbiased=True, the default, is
+    correction=1; False is 0), and var(False) (see `variance_options`)."""
+    _float_only(self, "var")
+    return Var.apply(self, **variance_options("var", dim, unbiased, keepdim, correction))
 
 
 class Std(Function):
@@ -208,6 +320,15 @@ class Std(Function):
         return narrowed(np.where(s == 0, np.zeros((), dtype=scale.dtype), scale) * d, ctx.dtype)
 
 
+@op
+def std(self, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None) -> Tensor:
+    """Standard deviation over dim, with var's arguments; a constant slice gets gradient 0,
+    as in PyTorch."""
+    _float_only(self, "std")
+    return Std.apply(self, **variance_options("std", dim, unbiased, keepdim, correction))
+
+
 def _centered(x: np.ndarray, axes: tuple[int, ...], correction) -> tuple[np.ndarray, np.ndarray, float]:
     """(d, c, n - correction floored at 0): what var and std share, with d = (x - mean) / c
     over axes in the accumulation dtype, and c = `scale_of(x)`, a power of two near max |x|.
@@ -225,7 +346,7 @@ def _centered(x: np.ndarray, axes: tuple[int, ...], correction) -> tuple[np.ndar
             mean = x0 + (xs - x0).mean(axis=axes, keepdims=True)
         else:
             mean = np.zeros((), xs.dtype)
-        return xs - mean, c, max(n - correction, 0)
+        return xs - mean, c, builtins.max(n - correction, 0)
 
 
 class LogSumExp(Function):
@@ -257,6 +378,16 @@ class LogSumExp(Function):
         with np.errstate(invalid="ignore"):  # inf / inf where x holds +inf: nan, as it should
             p = e / np.where(s == 0, 1, s)  # a row of -inf has s = 0 and no gradient
         return narrowed(_keep(g, ctx.axes, ctx.keepdim) * p, ctx.dtype)
+
+
+@method
+def logsumexp(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    return LogSumExp.apply(self, dim=dim, keepdim=keepdim)
+
+
+@function(name="logsumexp")
+def logsumexp_form(input: Any, dim: Dim, keepdim: bool = False) -> Tensor:
+    return as_tensor(input).logsumexp(dim, keepdim)
 
 
 def _finite_max(x: np.ndarray, axes) -> np.ndarray:
@@ -292,6 +423,16 @@ class Softmax(Function):
         return narrowed(gz - z * gz.sum(axis=ctx.axis, keepdims=True), ctx.dtype)
 
 
+@method
+def softmax(self, dim: int = -1) -> Tensor:
+    return Softmax.apply(self, dim=dim)
+
+
+@function(name="softmax")
+def softmax_form(input: Any, dim: int) -> Tensor:
+    return as_tensor(input).softmax(dim)
+
+
 class LogSoftmax(Function):
     """y_i = x_i - logsumexp(x) along dim      dx = g - exp(y) * sum_j g_j"""
 
@@ -311,3 +452,50 @@ class LogSoftmax(Function):
         (y,) = ctx.saved
         g = widened(g)
         return narrowed(g - np.exp(y) * g.sum(axis=ctx.axis, keepdims=True), ctx.dtype)
+
+
+@method
+def log_softmax(self, dim: int = -1) -> Tensor:
+    return LogSoftmax.apply(self, dim=dim)
+
+
+@function(name="log_softmax")
+def log_softmax_form(input: Any, dim: int) -> Tensor:
+    return as_tensor(input).log_softmax(dim)
+
+
+# ----------------------------------------------------------------------------- methods
+
+
+def _float_only(self, op: str) -> None:
+    """Reductions that average refuse integers, as PyTorch does (the mean of int64 has no
+    int64 result)."""
+    if self.data.dtype.kind not in "fc":
+        raise TypeError(f"{op}: the input is {self.data.dtype}, not a floating-point tensor; "
+                        f"convert it first with .float()")
+
+
+@op
+def all(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    """True where every value over dim (one, several, or all) is non-zero."""
+    axis = normalize_dims(dim, self.ndim, "all") if self.ndim else None
+    return bools(self, np.all(self.data, axis=axis, keepdims=keepdim))
+
+
+@op
+def any(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    """True where some value over dim (one, several, or all) is non-zero."""
+    axis = normalize_dims(dim, self.ndim, "any") if self.ndim else None
+    return bools(self, np.any(self.data, axis=axis, keepdims=keepdim))
+
+
+@op
+def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The index of the largest value over dim (of the flattened tensor without dim), int64."""
+    return self._make(np.asarray(np.argmax(self.data, axis=dim, keepdims=keepdim)), None)
+
+
+@op
+def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The index of the smallest value over dim (of the flattened tensor without dim), int64."""
+    return self._make(np.asarray(np.argmin(self.data, axis=dim, keepdims=keepdim)), None)

@@ -3,15 +3,20 @@ their gradient is 0, as in PyTorch), and remainder and fmod (whose gradient in t
 the integer quotient).
 
 Each docstring gives the forward and the gradient; `g` is the upstream gradient. `frac` is the
-composition x - trunc(x), in tensor_pointwise.py.
+composition x - trunc(x), a method without a Function of its own; floor_divide, // and % are
+declared here too (div's rounding_mode is in arithmetic.py).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..autograd import Function
+from ..tensor import Tensor
 from .promotion import promote
+from .table import method, op
 
 # ----------------------------------------------------------------------------- rounding (gradient 0)
 
@@ -41,6 +46,11 @@ class Sign(PiecewiseConstant):
         return np.subtract(x > 0, x < 0, dtype=x.dtype)
 
 
+@op(inplace=True)
+def sign(self) -> Tensor:
+    return Sign.apply(self)
+
+
 class Floor(PiecewiseConstant):
     """z = floor(x)      dx = 0"""
 
@@ -49,12 +59,22 @@ class Floor(PiecewiseConstant):
         return x.copy() if _kept(x) else np.floor(x)
 
 
+@op(inplace=True, inplace_function=True)
+def floor(self) -> Tensor:
+    return Floor.apply(self)
+
+
 class Ceil(PiecewiseConstant):
     """z = ceil(x)       dx = 0"""
 
     @staticmethod
     def forward(ctx, x):
         return x.copy() if _kept(x) else np.ceil(x)
+
+
+@op(inplace=True, inplace_function=True)
+def ceil(self) -> Tensor:
+    return Ceil.apply(self)
 
 
 class Round(PiecewiseConstant):
@@ -67,12 +87,23 @@ class Round(PiecewiseConstant):
         return np.round(x, decimals)
 
 
+@op(inplace=True, inplace_function=True)
+def round(self, *, decimals: int = 0) -> Tensor:
+    """Halves go to the even neighbour (2.5 -> 2), as in PyTorch."""
+    return Round.apply(self, decimals=decimals)
+
+
 class Trunc(PiecewiseConstant):
     """z = x rounded toward 0       dx = 0"""
 
     @staticmethod
     def forward(ctx, x):
         return x.copy() if _kept(x) else np.trunc(x)
+
+
+@op(inplace=True, inplace_function=True, aliases=("fix",))
+def trunc(self) -> Tensor:
+    return Trunc.apply(self)
 
 
 
@@ -108,6 +139,22 @@ class Remainder(Function):
             return g, -g * np.floor_divide(a, b)
 
 
+@method
+def __mod__(self, other: Any) -> Tensor:
+    return self._binary(Remainder, self, self._other(other))
+
+
+@method
+def __rmod__(self, other: Any) -> Tensor:
+    return self._binary(Remainder, self._other(other), self)
+
+
+@op(inplace=True)
+def remainder(self, other: Any) -> Tensor:
+    """self - floor(self / other) * other: the sign of other, as Python's %."""
+    return self._binary(Remainder, self, self._other(other))
+
+
 class Fmod(Function):
     """z = a - trunc(a / b) * b, the sign of a (C's fmod, torch.fmod)
     da = g,   db = -g * trunc(a / b)
@@ -131,10 +178,16 @@ class Fmod(Function):
             return g, -g * np.trunc(a / b)
 
 
+@op(inplace=True)
+def fmod(self, other: Any) -> Tensor:
+    """self - trunc(self / other) * other: the sign of self, as C's fmod."""
+    return self._binary(Fmod, self, self._other(other))
+
+
 # ----------------------------------------------------------------------------- rounded division
 
 
-def floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def floor_divide_arrays(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """floor(a / b) as PyTorch computes it for floats: from the exact remainder fmod(a, b), so
     that 0.3 // 0.1 is 3 where the rounded quotient 2.9999... would floor to 2."""
     if a.dtype.kind in "iub":
@@ -165,7 +218,7 @@ class RoundedDivide(Function):
             a, b = a.astype(np.int64), b.astype(np.int64)
         _no_integer_zero(a, b, f"div(rounding_mode={mode!r})")
         if mode == "floor":
-            return floor_divide(a, b)
+            return floor_divide_arrays(a, b)
         if a.dtype.kind in "iu":  # trunc on integers: the floor, moved up by one when the signs differ
             q = np.floor_divide(a, b)
             return q + ((q < 0) & (q * b != a)).astype(q.dtype)
@@ -175,3 +228,28 @@ class RoundedDivide(Function):
     @staticmethod
     def backward(ctx, g):
         return np.zeros_like(g), np.zeros_like(g)
+
+
+# ----------------------------------------------------------------------------- methods
+
+
+@op(inplace=True)
+def floor_divide(self, other: Any) -> Tensor:
+    """floor(self / other), as Python's // (and PyTorch's since 1.13)."""
+    return self.div(other, rounding_mode="floor")
+
+
+@method
+def __floordiv__(self, other: Any) -> Tensor:
+    return self.floor_divide(other)
+
+
+@method
+def __rfloordiv__(self, other: Any) -> Tensor:
+    return self._other(other).floor_divide(self)
+
+
+@op(inplace=True, inplace_function=True)
+def frac(self) -> Tensor:
+    """x - trunc(x), with x's sign (frac(-1.5) = -0.5)."""
+    return self - self.trunc()

@@ -1,28 +1,16 @@
-"""Creation helpers (full, linspace, empty, empty_like, from_numpy) and the dtype methods (to,
-type, int, bool, half) and names (mg.float16 ... mg.bool): values and dtypes against PyTorch,
-gradients through the casts, and the errors."""
+"""Creation helpers (full, linspace, empty, empty_like, from_numpy): values and dtypes against
+PyTorch, and the errors. The dtype methods (to, type, int, bool, half) and names (mg.float16 ...
+mg.bool) are in test_ops_dtype.py."""
 
 import numpy as np
 import pytest
+from domains import _torch, torch_dtype_name
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minigrad as mg
-from minigrad.testing import arrays, shapes
 
 fewer_examples = settings(max_examples=max(10, settings.default.max_examples // 2))
-
-# minigrad's dtype names and torch's, side by side
-DTYPES = [("float16", "float16"), ("float32", "float32"), ("float64", "float64"), ("int8", "int8"),
-          ("int16", "int16"), ("int32", "int32"), ("int64", "int64"), ("uint8", "uint8"), ("bool", "bool")]
-
-
-def _torch():
-    return pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]'")
-
-
-def torch_dtype_name(t):
-    return str(t.dtype).removeprefix("torch.")
 
 
 # ----------------------------------------------------------------------------- creation
@@ -118,77 +106,3 @@ def test_from_numpy_errors_as_torch():
         torch.from_numpy([1, 2])
     with pytest.raises(TypeError, match="from_numpy: cannot make a tensor from an array of <U1"):
         mg.from_numpy(np.array(["a"]))
-
-
-# ----------------------------------------------------------------------------- dtype names and methods
-
-
-@pytest.mark.parametrize("ours, theirs", DTYPES, ids=[d[0] for d in DTYPES])
-def test_dtype_names_match_torch(ours, theirs):
-    torch = _torch()
-    dtype = np.dtype(getattr(mg, ours))
-    assert str(torch.from_numpy(np.zeros(1, dtype=dtype)).dtype) == f"torch.{theirs}"
-    x = mg.zeros(2).to(getattr(mg, ours))
-    assert x.dtype == dtype
-    # .type() is torch's legacy name with minigrad's prefix; and it goes back through .type(name)
-    name = torch.zeros(2).to(getattr(torch, theirs)).type()
-    assert x.type() == name.replace("torch.", "minigrad.")
-    assert mg.zeros(2).type(x.type()).dtype == dtype and mg.zeros(2).type(name).dtype == dtype
-
-
-@fewer_examples
-@given(a=arrays(shapes(), -300, 300))
-def test_int_bool_half_as_torch(a):
-    torch = _torch()
-    t = torch.from_numpy(a.astype(np.float32))
-    x = mg.tensor(a.astype(np.float32))
-    pairs = [(x.int(), t.int()), (x.bool(), t.bool()), (x.half(), t.half()), (x.long(), t.long()),
-             (x.type(mg.int16), t.type(torch.int16)), (x.to(dtype=mg.float64), t.to(dtype=torch.float64))]
-    for ours, theirs in pairs:
-        assert ours.dtype == np.dtype(torch_dtype_name(theirs))
-        np.testing.assert_array_equal(ours.data, theirs.numpy())
-        assert not ours.requires_grad or ours.dtype.kind == "f"
-
-
-@fewer_examples
-@given(x=arrays(shapes(), -3, 3))
-def test_gradients_flow_through_float_casts(x):
-    t = mg.Tensor(x, requires_grad=True)
-    assert mg.gradcheck(lambda v: v.to(mg.float64, copy=True) * v.type(mg.float64), [t])
-    assert mg.gradcheck(lambda v: v.to(dtype=np.float64) * 3, [t])
-    h = mg.Tensor(x, requires_grad=True)
-    y = (h.half() * 2).to(h)  # float16 and back: the gradient arrives in h's dtype
-    y.backward(np.ones(y.shape))
-    assert y.dtype == np.float64 and h.grad.dtype == np.float64
-    np.testing.assert_array_equal(h.grad, np.full(x.shape, 2.0))
-
-
-def test_to_returns_itself_unless_asked_to_copy():
-    torch = _torch()
-    x = mg.zeros(3, requires_grad=True)
-    assert x.to(mg.float32) is x and x.type(mg.float32) is x and x.to(x) is x and x.to() is x
-    y = x.to(mg.float32, copy=True)
-    assert y is not x and y.requires_grad and not np.shares_memory(y.data, x.data)
-    i = mg.tensor(np.arange(3))
-    j = i.to(copy=True)
-    assert j is not i and j.dtype == np.int64 and not np.shares_memory(i.data, j.data)
-    assert x.to(i).dtype == np.int64 and not x.to(i).requires_grad
-    t = torch.zeros(3)
-    assert t.to(torch.float32) is t and t.to(torch.float32, copy=True) is not t
-
-
-def test_dtype_errors():
-    torch = _torch()
-    x = mg.zeros(2)
-    with pytest.raises(ValueError, match="type: invalid type 'float64'"):
-        x.type("float64")
-    with pytest.raises(ValueError):
-        torch.zeros(2).type("float64")
-    with pytest.raises(ValueError, match="type: invalid type 'numpy.FloatTensor'"):
-        x.type("numpy.FloatTensor")
-    with pytest.raises(TypeError, match="to: expected a dtype or a tensor, not 3"):
-        x.to(3)
-    with pytest.raises(TypeError, match="to: the dtype was given both"):
-        x.to(mg.float64, dtype=mg.float64)
-    with pytest.raises(TypeError, match="to: expected one dtype or tensor, got 2"):
-        x.to(mg.float64, mg.float32)

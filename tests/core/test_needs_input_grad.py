@@ -10,8 +10,7 @@ import pytest
 
 from minigrad import ops
 from minigrad.autograd import Function
-from minigrad.ops import elementwise as ew
-from minigrad.ops import linalg, reduce, shape
+from minigrad.ops import arithmetic, indexing, linalg, pointwise, reduce, shape
 
 rng = np.random.default_rng(0)
 A, B = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
@@ -20,17 +19,27 @@ COND = np.array([[True, False, True], [False, True, True]])
 
 # (op, input arrays, options, the inputs that may carry a gradient)
 CASES = {
-    "Add": (ew.Add, [A, B], {}, (0, 1)),
-    "Sub": (ew.Sub, [A, B], {}, (0, 1)),
-    "Mul": (ew.Mul, [A, B], {}, (0, 1)),
-    "Div": (ew.Div, [A, B + 3.0], {}, (0, 1)),
-    "Pow": (ew.Pow, [np.abs(A) + 0.5, B], {}, (0, 1)),
-    "Maximum": (ew.Maximum, [A, B], {}, (0, 1)),
-    "Minimum": (ew.Minimum, [A, B], {}, (0, 1)),
-    "Clip": (ew.Clip, [A, np.array(-0.5), np.full(3, 0.5)], {}, (0, 1, 2)),
-    "Clip low": (ew.Clip, [A, np.array(-0.5)], {"high": False}, (0, 1)),
-    "Where": (ew.Where, [COND, A, B], {}, (1, 2)),
-    "MaskedFill": (ew.MaskedFill, [A, COND, np.array(2.0)], {}, (0, 2)),
+    "Add": (arithmetic.Add, [A, B], {}, (0, 1)),
+    "Sub": (arithmetic.Sub, [A, B], {}, (0, 1)),
+    "Mul": (arithmetic.Mul, [A, B], {}, (0, 1)),
+    "Div": (arithmetic.Div, [A, B + 3.0], {}, (0, 1)),
+    "Pow": (arithmetic.Pow, [np.abs(A) + 0.5, B], {}, (0, 1)),
+    "Maximum": (pointwise.Maximum, [A, B], {}, (0, 1)),
+    "Minimum": (pointwise.Minimum, [A, B], {}, (0, 1)),
+    "Clip": (pointwise.Clip, [A, np.array(-0.5), np.full(3, 0.5)], {}, (0, 1, 2)),
+    "Clip low": (pointwise.Clip, [A, np.array(-0.5)], {"high": False}, (0, 1)),
+    "Atan2": (pointwise.Atan2, [A, B + 3.0], {}, (0, 1)),
+    "Hypot": (pointwise.Hypot, [A, B], {}, (0, 1)),
+    "LogAddExp": (pointwise.LogAddExp, [A, B], {}, (0, 1)),
+    "XLogY": (pointwise.XLogY, [A, np.abs(B) + 0.5], {}, (0, 1)),
+    "Scatter": (indexing.Scatter, [A, B], {"dim": 1, "index": np.array([[0, 1, 2], [2, 1, 0]])}, (0, 1)),
+    "ScatterAdd": (indexing.ScatterAdd, [A, B], {"dim": 1, "index": np.array([[0, 0, 2], [2, 1, 0]])},
+                   (0, 1)),
+    "IndexAdd": (indexing.IndexAdd, [A, B[:, :2]], {"dim": 1, "index": np.array([0, 2])}, (0, 1)),
+    "IndexPut": (indexing.IndexPut, [A.copy(), np.array(2.0)], {"steps": ((slice(None), 1),)}, (0, 1)),
+    "Einsum": (linalg.Einsum, [A, B], {"equation": "ij,ij->i"}, (0, 1)),
+    "Where": (indexing.Where, [COND, A, B], {}, (1, 2)),
+    "MaskedFill": (indexing.MaskedFill, [A, COND, np.array(2.0)], {}, (0, 2)),
     "MatMul": (linalg.MatMul, [A, B.T], {}, (0, 1)),
     "MatMul dot": (linalg.MatMul, [A[0], B[0]], {}, (0, 1)),
     "MatMul batched": (linalg.MatMul, [np.stack([A, B]), B.T], {}, (0, 1)),
@@ -77,7 +86,8 @@ def _array_inputs(op) -> int | None:
 
 def test_every_op_with_several_inputs_is_held_to_the_rule():
     ops_here = {
-        cls for module in (ew, linalg, reduce, shape) for cls in vars(module).values()
+        cls for module in (arithmetic, pointwise, indexing, linalg, reduce, shape)
+        for cls in vars(module).values()
         if isinstance(cls, type) and issubclass(cls, Function) and cls.__module__ == module.__name__
     }
     several = {cls for cls in ops_here if _array_inputs(cls) != 1}

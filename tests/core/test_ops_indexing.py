@@ -1,14 +1,19 @@
-"""Indexing ops and matrix-product forms (ops/indexing.py, ops/einsum.py, tensor_indexing.py):
-gradients against finite differences over drawn shapes and indices (repeated indices, negative
-dims, 0-d inputs), the accumulation of repeated indices, values and dtypes, and the errors."""
+"""Indexing ops (ops/indexing.py): gather, scatter, scatter_add, index_select, index_add,
+take_along_dim, masked_select, masked_fill, where and nonzero: gradients against finite
+differences over drawn shapes and indices (repeated indices, negative dims, 0-d inputs), the
+accumulation of repeated indices, values and dtypes, and the errors. Also diagonal,
+repeat_interleave and broadcast_to (ops/shape.py), and a few lines on einsum, mm and outer
+(ops/linalg.py) inside the tests that mix them with the indexing ops."""
 
 import numpy as np
 import pytest
+from domains import X
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import minigrad as mg
-from minigrad.ops import einsum, indexing
+from minigrad.ops import indexing, linalg
 from minigrad.testing import arrays, broadcastable_shapes, shape_and_broadcastable, shapes
 
 fewer_examples = settings(max_examples=max(10, settings.default.max_examples // 3))
@@ -173,49 +178,57 @@ def test_broadcast_to_gradcheck(shapes, data):
     assert mg.gradcheck(lambda t: mg.broadcast_to(t, (2,) + big), [x])
 
 
-@fewer_examples
-@given(n=st.integers(1, 3), m=st.integers(1, 3), k=st.integers(1, 3), b=st.integers(1, 3), data=st.data())
-def test_outer_mm_bmm_gradcheck(n, m, k, b, data):
-    u, v = data.draw(arrays((n,))), data.draw(arrays((m,)))
-    assert mg.gradcheck(mg.outer, [u, v])
-    assert mg.gradcheck(mg.mm, [data.draw(arrays((n, k))), data.draw(arrays((k, m)))])
-    assert mg.gradcheck(lambda p, q: p.bmm(q), [data.draw(arrays((b, n, k))), data.draw(arrays((b, k, m)))])
+@given(data=st.data())
+def test_where_gradcheck_with_broadcasting(data):
+    shape_c, shape_a, shape_b = data.draw(broadcastable_shapes(3), label="shapes")
+    cond = data.draw(hnp.arrays(np.bool_, shape_c), label="cond")
+    a, b = data.draw(arrays(shape_a), label="a"), data.draw(arrays(shape_b), label="b")
+    assert mg.gradcheck(lambda x, y: mg.where(mg.tensor(cond), x, y), [a, b])
 
 
-# (equation, number of operands); letter sizes are drawn, and '...' takes mutually
-# broadcastable shapes
-EINSUMS = ["ij,jk->ik", "bij,bjk->bik", "i,j->ij", "ij->ji", "ii->", "ii->i", "ij->", "ij->i",
-           "...ij,...jk->...ik", "...ij->...ji", "...ii->...i", "i...->i", "ij,jk", "ba,cb", "iij->j",
-           "ij,ij,ij->i", "ii,i->i", "i,i", "bA,Cb", "...i,...i", "->"]
+@given(data=st.data())
+def test_masked_fill_gradcheck(data):
+    shape, mask_shape = data.draw(shape_and_broadcastable(), label="shapes")
+    x = data.draw(arrays(shape), label="x")
+    mask = data.draw(hnp.arrays(np.bool_, mask_shape), label="mask")
+    assert mg.gradcheck(lambda t: t.masked_fill(mg.tensor(mask), -5.0), [x])
 
 
-def draw_operands(data, equation):
-    lhs = equation.split("->")[0]
-    terms = lhs.split(",")
-    sizes = {c: data.draw(st.integers(1, 3), label=c) for c in sorted(set(lhs) - set(".,"))}
-    with_dots = [t for t in terms if "..." in t]
-    batches = iter(data.draw(broadcastable_shapes(len(with_dots), max_dims=2)) if with_dots else ())
-    out = []
-    for t in terms:
-        lead = next(batches) if "..." in t else ()
-        pre, _, post = t.partition("...")
-        shape = tuple(sizes[c] for c in pre) + tuple(lead) + tuple(sizes[c] for c in post)
-        out.append(data.draw(arrays(shape)))
-    return out
+# ----------------------------------------------------------------------------- where and masked_fill
 
 
-@pytest.mark.parametrize("equation", EINSUMS)
 @fewer_examples
 @given(data=st.data())
-def test_einsum_gradcheck(equation, data):
-    operands = draw_operands(data, equation)
-    lhs, _, rhs = equation.partition("->")
-    numpy_agrees = "A" not in equation and ("..." not in lhs or "..." in rhs or "->" not in equation)
-    ref = np.einsum(equation, *operands) if numpy_agrees else None  # numpy sums no '...' axes
-    out = mg.einsum(equation, *operands)
-    if ref is not None:
-        np.testing.assert_allclose(out.data, ref, rtol=1e-12, atol=1e-12)
-    assert mg.gradcheck(lambda *ts: mg.einsum(equation, *ts), operands)
+def test_where_and_masked_fill_forward(data):
+    shape, mask_shape = data.draw(shape_and_broadcastable(), label="shapes")
+    x = data.draw(arrays(shape), label="x")
+    mask = data.draw(hnp.arrays(np.bool_, mask_shape), label="mask")
+    np.testing.assert_array_equal(mg.tensor(x).masked_fill(mg.tensor(mask), 7.0).data, np.where(mask, 7.0, x))
+    np.testing.assert_array_equal(mg.where(mg.tensor(mask), mg.tensor(x), 0.0).data, np.where(mask, x, 0.0))
+
+
+# (op, input, expected value, expected gradient of the sum), float32, 0-d.
+EDGES = [
+    pytest.param(lambda x: x.masked_fill(mg.tensor(True), -np.inf), 3.0, -np.inf, 0.0, id="masked_fill"),
+]
+
+
+@pytest.mark.parametrize("fn, x, value, grad", EDGES)
+def test_edge_values_and_gradients(fn, x, value, grad):
+    t = mg.tensor(x, requires_grad=True)
+    with np.errstate(all="ignore"):
+        out = fn(t)
+        out.backward()
+    np.testing.assert_array_equal(out.data, np.float32(value))
+    np.testing.assert_array_equal(t.grad, np.float32(grad))
+
+
+def test_where_gradient_goes_to_the_chosen_side_only():
+    a = mg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = mg.tensor([4.0], requires_grad=True)  # broadcast: its gradient is summed
+    mg.where(mg.tensor([True, False, False]), a, b).backward(np.array([1.0, 2.0, 3.0], np.float32))
+    np.testing.assert_array_equal(a.grad, [1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(b.grad, [5.0])
 
 
 # ----------------------------------------------------------------------------- repeated indices
@@ -305,7 +318,7 @@ def test_backward_computes_only_the_gradients_asked_for():
              (indexing.ScatterAdd, [x, rng.standard_normal((1, 2))], {"dim": 1, "index": idx}),
              (indexing.IndexAdd, [x, rng.standard_normal((2, 2))], {"dim": 1, "index": idx[0]}),
              (indexing.IndexPut, [x.copy(), rng.standard_normal(3)], {"steps": (0,)}),
-             (einsum.Einsum, [x, rng.standard_normal((3, 4))], {"equation": "ij,jk->ik"})]
+             (linalg.Einsum, [x, rng.standard_normal((3, 4))], {"equation": "ij,jk->ik"})]
     for op, inputs, options in cases:
         for wanted in (0, 1):
             ctx = op()
@@ -320,7 +333,7 @@ def test_backward_computes_only_the_gradients_asked_for():
 
 # ----------------------------------------------------------------------------- errors
 
-X = mg.tensor(np.ones((2, 3)))
+# X, a float64 2x3 tensor of ones, is in domains.py.
 ERRORS = [
     pytest.param(lambda: X.gather(1, np.array([[0, 3]])), IndexError,
                  "gather: index 3 is out of bounds for dimension 1 with size 3", id="gather-range"),
@@ -382,36 +395,6 @@ ERRORS = [
     pytest.param(lambda: X.broadcast_to((3, 3)), ValueError,
                  r"broadcast_to: shape \(2, 3\) cannot be broadcast",
                  id="broadcast_to"),
-    pytest.param(lambda: mg.outer(mg.ones(2), X), ValueError,
-                 "outer: expected 1-D argument vec2, but got 2-D",
-                 id="outer"),
-    pytest.param(lambda: mg.mm(mg.ones(3), X), ValueError, r"mm: self must be a matrix, not of shape \(3,\)",
-                 id="mm-1d"),
-    pytest.param(lambda: mg.mm(X, X), ValueError,
-                 r"mm: mat1 and mat2 shapes cannot be multiplied \(2x3 and 2x3\)",
-                 id="mm-inner"),
-    pytest.param(lambda: mg.bmm(X, X), ValueError, "bmm: batch1 must be a 3D tensor", id="bmm-2d"),
-    pytest.param(lambda: mg.bmm(mg.ones((2, 2, 3)), mg.ones((1, 3, 1))), ValueError,
-                 r"bmm: expected size for first two dimensions of batch2 tensor to be: \[2, 3\] but "
-                 r"got: \[1, 3\]",
-                 id="bmm-batch"),
-    pytest.param(lambda: mg.einsum("ij,jk->ik", X, mg.ones((4, 4))), ValueError,
-                 "einsum: subscript j has size 4 for operand 1", id="einsum-sizes"),
-    pytest.param(lambda: mg.einsum("ij->k", X), ValueError, "einsum: output subscript k does not appear",
-                 id="einsum-output"),
-    pytest.param(lambda: mg.einsum("ij->ii", X), ValueError,
-                 "einsum: output subscript i appears more than once",
-                 id="einsum-repeat"),
-    pytest.param(lambda: mg.einsum("ijk->i", X), ValueError,
-                 "einsum: operand 0 has 2 dimensions", id="einsum-ndim"),
-    pytest.param(lambda: mg.einsum("ii->i", X), ValueError, "einsum: subscript i is repeated for operand 0",
-                 id="einsum-diagonal"),
-    pytest.param(lambda: mg.einsum("ij,jk", X), ValueError,
-                 r"einsum: fewer operands \(1\)", id="einsum-count"),
-    pytest.param(lambda: mg.einsum("i1->i", X), ValueError,
-                 "einsum: invalid subscript '1'", id="einsum-char"),
-    pytest.param(lambda: mg.einsum("ij,jk", X, mg.tensor(np.ones((3, 1), np.int64))), TypeError,
-                 "einsum: operands of dtypes float64, int64 mix", id="einsum-dtypes"),
 ]
 
 

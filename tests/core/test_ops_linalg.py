@@ -1,8 +1,10 @@
-"""Matrix products: 1-D, 2-D and batched operands with broadcast batch axes, reflected @, and
-the error for operands that do not fit."""
+"""Matrix products (ops/linalg.py): matmul (@) on 1-D, 2-D and batched operands with broadcast
+batch axes, reflected @, outer, mm, bmm and einsum: gradients against finite differences, values
+against numpy, and the errors for operands that do not fit."""
 
 import numpy as np
 import pytest
+from domains import X
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -98,3 +100,94 @@ def test_matmul_with_numpy_operands(expr, shape):
 def test_matmul_shape_errors_name_both_shapes(shape_a, shape_b, match):
     with pytest.raises(ValueError, match=match):
         mg.zeros(shape_a) @ mg.zeros(shape_b)
+
+
+# ----------------------------------------------------------------------------- outer, mm, bmm, einsum
+
+
+@fewer_examples
+@given(n=st.integers(1, 3), m=st.integers(1, 3), k=st.integers(1, 3), b=st.integers(1, 3), data=st.data())
+def test_outer_mm_bmm_gradcheck(n, m, k, b, data):
+    u, v = data.draw(arrays((n,))), data.draw(arrays((m,)))
+    assert mg.gradcheck(mg.outer, [u, v])
+    assert mg.gradcheck(mg.mm, [data.draw(arrays((n, k))), data.draw(arrays((k, m)))])
+    assert mg.gradcheck(lambda p, q: p.bmm(q), [data.draw(arrays((b, n, k))), data.draw(arrays((b, k, m)))])
+
+
+# (equation, number of operands); letter sizes are drawn, and '...' takes mutually
+# broadcastable shapes
+EINSUMS = ["ij,jk->ik", "bij,bjk->bik", "i,j->ij", "ij->ji", "ii->", "ii->i", "ij->", "ij->i",
+           "...ij,...jk->...ik", "...ij->...ji", "...ii->...i", "i...->i", "ij,jk", "ba,cb", "iij->j",
+           "ij,ij,ij->i", "ii,i->i", "i,i", "bA,Cb", "...i,...i", "->"]
+
+
+def draw_einsum_operands(data, equation):
+    lhs = equation.split("->")[0]
+    terms = lhs.split(",")
+    sizes = {c: data.draw(st.integers(1, 3), label=c) for c in sorted(set(lhs) - set(".,"))}
+    with_dots = [t for t in terms if "..." in t]
+    batches = iter(data.draw(broadcastable_shapes(len(with_dots), max_dims=2)) if with_dots else ())
+    out = []
+    for t in terms:
+        lead = next(batches) if "..." in t else ()
+        pre, _, post = t.partition("...")
+        shape = tuple(sizes[c] for c in pre) + tuple(lead) + tuple(sizes[c] for c in post)
+        out.append(data.draw(arrays(shape)))
+    return out
+
+
+@pytest.mark.parametrize("equation", EINSUMS)
+@fewer_examples
+@given(data=st.data())
+def test_einsum_gradcheck(equation, data):
+    operands = draw_einsum_operands(data, equation)
+    lhs, _, rhs = equation.partition("->")
+    numpy_agrees = "A" not in equation and ("..." not in lhs or "..." in rhs or "->" not in equation)
+    ref = np.einsum(equation, *operands) if numpy_agrees else None  # numpy sums no '...' axes
+    out = mg.einsum(equation, *operands)
+    if ref is not None:
+        np.testing.assert_allclose(out.data, ref, rtol=1e-12, atol=1e-12)
+    assert mg.gradcheck(lambda *ts: mg.einsum(equation, *ts), operands)
+
+
+# ----------------------------------------------------------------------------- errors
+
+# X, a float64 2x3 tensor of ones, is in domains.py.
+ERRORS = [
+    pytest.param(lambda: mg.outer(mg.ones(2), X), ValueError,
+                 "outer: expected 1-D argument vec2, but got 2-D",
+                 id="outer"),
+    pytest.param(lambda: mg.mm(mg.ones(3), X), ValueError, r"mm: self must be a matrix, not of shape \(3,\)",
+                 id="mm-1d"),
+    pytest.param(lambda: mg.mm(X, X), ValueError,
+                 r"mm: mat1 and mat2 shapes cannot be multiplied \(2x3 and 2x3\)",
+                 id="mm-inner"),
+    pytest.param(lambda: mg.bmm(X, X), ValueError, "bmm: batch1 must be a 3D tensor", id="bmm-2d"),
+    pytest.param(lambda: mg.bmm(mg.ones((2, 2, 3)), mg.ones((1, 3, 1))), ValueError,
+                 r"bmm: expected size for first two dimensions of batch2 tensor to be: \[2, 3\] but "
+                 r"got: \[1, 3\]",
+                 id="bmm-batch"),
+    pytest.param(lambda: mg.einsum("ij,jk->ik", X, mg.ones((4, 4))), ValueError,
+                 "einsum: subscript j has size 4 for operand 1", id="einsum-sizes"),
+    pytest.param(lambda: mg.einsum("ij->k", X), ValueError, "einsum: output subscript k does not appear",
+                 id="einsum-output"),
+    pytest.param(lambda: mg.einsum("ij->ii", X), ValueError,
+                 "einsum: output subscript i appears more than once",
+                 id="einsum-repeat"),
+    pytest.param(lambda: mg.einsum("ijk->i", X), ValueError,
+                 "einsum: operand 0 has 2 dimensions", id="einsum-ndim"),
+    pytest.param(lambda: mg.einsum("ii->i", X), ValueError, "einsum: subscript i is repeated for operand 0",
+                 id="einsum-diagonal"),
+    pytest.param(lambda: mg.einsum("ij,jk", X), ValueError,
+                 r"einsum: fewer operands \(1\)", id="einsum-count"),
+    pytest.param(lambda: mg.einsum("i1->i", X), ValueError,
+                 "einsum: invalid subscript '1'", id="einsum-char"),
+    pytest.param(lambda: mg.einsum("ij,jk", X, mg.tensor(np.ones((3, 1), np.int64))), TypeError,
+                 "einsum: operands of dtypes float64, int64 mix", id="einsum-dtypes"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", ERRORS)
+def test_errors_name_the_op_and_the_values(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -1,12 +1,10 @@
 """Tensor basics: creation functions, the dtype policy, seeding, repr, conversions and
-properties, casts and in-place updates."""
+properties, and in-place updates (the casts are in test_ops_dtype.py)."""
 
 import numpy as np
 import pytest
-from hypothesis import given
 
 import minigrad as mg
-from minigrad.testing import arrays, shapes
 
 # ----------------------------------------------------------------------------- creation
 
@@ -114,25 +112,6 @@ def test_repr_shows_data_dtype_and_grad_fn():
     assert repr((x * 2).grad_fn) == "<Mul>"
 
 
-@given(a=arrays(shapes()))
-def test_cast_round_trip_and_gradient(a):
-    x = mg.tensor(a.astype(np.float32), requires_grad=True)
-    y = x.double()
-    assert y.dtype == np.float64 and y.grad_fn is not None and x.float() is x
-    y.backward(np.ones(a.shape))
-    assert x.grad.dtype == np.float32
-    np.testing.assert_array_equal(x.grad, np.ones(a.shape, np.float32))
-    # linear, so a large step is exact and float32 rounding stays small against it
-    assert mg.gradcheck(lambda t: t.to(np.float32) * 2, [a], eps=1e-2, atol=1e-4)
-
-
-def test_integer_casts_carry_no_gradient():
-    x = mg.tensor([1.7, -2.2], requires_grad=True)
-    n = x.long()
-    assert n.dtype == np.int64 and not n.requires_grad and n.grad_fn is None
-    np.testing.assert_array_equal(n.data, [1, -2])
-
-
 def test_in_place_updates_only_outside_the_graph():
     w = mg.tensor([1.0, 2.0], requires_grad=True)
     with mg.no_grad():
@@ -153,7 +132,8 @@ def test_eq_is_elementwise_and_tensors_hash_by_identity():
 
 
 def test_the_dim_alias_is_defined_once():
-    """`Dim` (the type of a `dim` argument) lives in tensor_shape.py; tensor_math.py imports it."""
-    from minigrad import tensor, tensor_math, tensor_shape
+    """`Dim` (the type of a `dim` argument) lives in ops/arguments.py; the kinds import it."""
+    from minigrad import tensor
+    from minigrad.ops import arguments, reduce, shape
 
-    assert tensor_math.Dim is tensor_shape.Dim and not hasattr(tensor, "Dim")
+    assert reduce.Dim is arguments.Dim is shape.Dim and not hasattr(tensor, "Dim")

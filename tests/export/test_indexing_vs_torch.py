@@ -13,8 +13,7 @@ from minigrad.testing import arrays, broadcastable_shapes, shape_and_broadcastab
 torch = pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]'")
 
 from minigrad.export import TORCH_OPS  # noqa: E402  (needs torch)
-from minigrad.ops import einsum as einsum_ops  # noqa: E402
-from minigrad.ops import indexing  # noqa: E402
+from minigrad.ops import indexing, linalg  # noqa: E402
 
 fewer = settings(max_examples=max(10, settings.default.max_examples // 3))
 
@@ -282,7 +281,7 @@ def test_setitem_as_torch(spec, dtype, data):
 @fewer
 @given(case=along(distinct=True), data=st.data())
 def test_torch_twins_of_the_functions(case, data):
-    """Each Function of ops/indexing.py and ops/einsum.py against its TORCH_OPS twin."""
+    """Each Function of ops/indexing.py and ops/linalg.py's Einsum against its TORCH_OPS twin."""
     shape, dim, idx = case
     x = data.draw(arrays(shape))
     src = data.draw(arrays(idx.shape))
@@ -296,7 +295,7 @@ def test_torch_twins_of_the_functions(case, data):
         (indexing.ScatterAdd, [x, src], {"dim": dim, "index": idx}),
         (indexing.IndexSelect, [x], {"dim": dim, "index": vec}),
         (indexing.IndexAdd, [x, data.draw(arrays(source_shape))], {"dim": dim, "index": vec, "alpha": 2}),
-        (einsum_ops.Einsum, [x, x], {"equation": "...,...->..."}),
+        (linalg.Einsum, [x, x], {"equation": "...,...->..."}),
     ]
     if shape:
         cases.append((indexing.IndexPut, [x, data.draw(arrays(shape[1:]))], {"steps": (0,)}))

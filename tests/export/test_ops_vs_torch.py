@@ -27,8 +27,7 @@ import minigrad.nn.kernels as kernels  # noqa: E402
 from minigrad import Tensor  # noqa: E402
 from minigrad.autograd import Function  # noqa: E402
 from minigrad.export import TORCH_OPS  # noqa: E402
-from minigrad.ops import elementwise as ew  # noqa: E402
-from minigrad.ops import linalg, reduce, shape  # noqa: E402
+from minigrad.ops import arithmetic, dtype, indexing, linalg, pointwise, reduce, shape  # noqa: E402
 from minigrad.testing import arrays, broadcastable_shapes, dims, distinct, shapes, well_conditioned  # noqa: E402
 
 # ----------------------------------------------------------------------------- coverage
@@ -95,13 +94,13 @@ def check_against_torch(op, inputs, options=None, seed=0, tol=1e-10):
 fewer = settings(max_examples=max(10, settings.default.max_examples // 2))
 
 BINARY = [
-    pytest.param(ew.Add, arrays, arrays, id="Add"),
-    pytest.param(ew.Sub, arrays, arrays, id="Sub"),
-    pytest.param(ew.Mul, arrays, arrays, id="Mul"),
-    pytest.param(ew.Div, arrays, well_conditioned, id="Div"),
-    pytest.param(ew.Pow, lambda s: well_conditioned(s, signed=False), arrays, id="Pow"),
-    pytest.param(ew.Maximum, arrays, arrays, id="Maximum"),
-    pytest.param(ew.Minimum, arrays, arrays, id="Minimum"),
+    pytest.param(arithmetic.Add, arrays, arrays, id="Add"),
+    pytest.param(arithmetic.Sub, arrays, arrays, id="Sub"),
+    pytest.param(arithmetic.Mul, arrays, arrays, id="Mul"),
+    pytest.param(arithmetic.Div, arrays, well_conditioned, id="Div"),
+    pytest.param(arithmetic.Pow, lambda s: well_conditioned(s, signed=False), arrays, id="Pow"),
+    pytest.param(pointwise.Maximum, arrays, arrays, id="Maximum"),
+    pytest.param(pointwise.Minimum, arrays, arrays, id="Minimum"),
     pytest.param(linalg.MatMul, None, None, id="MatMul"),
 ]
 
@@ -123,14 +122,14 @@ def test_binary_ops_broadcast_as_torch(op, left, right, data):
 
 
 UNARY = [
-    pytest.param(ew.Neg, arrays, id="Neg"),
-    pytest.param(ew.Exp, arrays, id="Exp"),
-    pytest.param(ew.Log, lambda s: well_conditioned(s, signed=False), id="Log"),
-    pytest.param(ew.Sqrt, lambda s: well_conditioned(s, signed=False), id="Sqrt"),
-    pytest.param(ew.Abs, lambda s: arrays(s, away_from_zero=1e-3), id="Abs"),
-    pytest.param(ew.Tanh, arrays, id="Tanh"),
-    pytest.param(ew.Sigmoid, arrays, id="Sigmoid"),
-    pytest.param(ew.ReLU, lambda s: arrays(s, away_from_zero=1e-3), id="ReLU"),
+    pytest.param(arithmetic.Neg, arrays, id="Neg"),
+    pytest.param(pointwise.Exp, arrays, id="Exp"),
+    pytest.param(pointwise.Log, lambda s: well_conditioned(s, signed=False), id="Log"),
+    pytest.param(pointwise.Sqrt, lambda s: well_conditioned(s, signed=False), id="Sqrt"),
+    pytest.param(pointwise.Abs, lambda s: arrays(s, away_from_zero=1e-3), id="Abs"),
+    pytest.param(pointwise.Tanh, arrays, id="Tanh"),
+    pytest.param(pointwise.Sigmoid, arrays, id="Sigmoid"),
+    pytest.param(pointwise.ReLU, lambda s: arrays(s, away_from_zero=1e-3), id="ReLU"),
     pytest.param(kernels.GELU, arrays, id="GELU"),
 ]
 
@@ -164,15 +163,15 @@ def test_selection_ops_as_torch(data):
         bounds = [b + data.draw(arrays(s, -0.25, 0.25)) for b, s in given_bounds]
     else:
         bounds = [np.array(b) for b, _ in given_bounds]
-    check_against_torch(ew.Clip, [x, *bounds], {"low": low is not None, "high": high is not None})
+    check_against_torch(pointwise.Clip, [x, *bounds], {"low": low is not None, "high": high is not None})
     sc, sa, sb = data.draw(broadcastable_shapes(3))
     cond = data.draw(hnp.arrays(bool, sc))
-    check_against_torch(ew.Where, [cond, data.draw(arrays(sa)), data.draw(arrays(sb))])
+    check_against_torch(indexing.Where, [cond, data.draw(arrays(sa)), data.draw(arrays(sb))])
     sm = data.draw(smaller(x.shape))
     mask = data.draw(hnp.arrays(bool, sm))
-    check_against_torch(ew.MaskedFill, [x, mask], {"value": -np.inf})
-    check_against_torch(ew.MaskedFill, [x, mask, data.draw(arrays(()))])  # a 0-d fill, with a gradient
-    check_against_torch(linalg.Cast, [x], {"dtype": np.float32}, tol=1e-6)
+    check_against_torch(indexing.MaskedFill, [x, mask], {"value": -np.inf})
+    check_against_torch(indexing.MaskedFill, [x, mask, data.draw(arrays(()))])  # a 0-d fill, with a gradient
+    check_against_torch(dtype.Cast, [x], {"dtype": np.float32}, tol=1e-6)
 
 
 REDUCTIONS = [

@@ -100,6 +100,7 @@ BINARY_OPS = [
     pytest.param(pointwise.Atan2, _pairs(arrays, arrays), id="Atan2"),
     pytest.param(pointwise.Hypot, _pairs(arrays, arrays), id="Hypot"),
     pytest.param(pointwise.LogAddExp, _pairs(lambda s: arrays(s, -30, 30), arrays), id="LogAddExp"),
+    pytest.param(pointwise.XLogY, _pairs(arrays, lambda s: arrays(s, 0.1, 3)), id="XLogY"),
     pytest.param(rounding.Remainder, _quotients_off_integers, id="Remainder"),
     pytest.param(rounding.Fmod, _quotients_off_integers, id="Fmod"),
 ]
@@ -215,6 +216,7 @@ BINARY_API = [
     pytest.param(mg.hypot, torch.hypot, lambda s: arrays(s, away_from_zero=1e-3),
                  lambda s: arrays(s, away_from_zero=1e-3), id="hypot"),
     pytest.param(mg.logaddexp, torch.logaddexp, arrays, arrays, id="logaddexp"),
+    pytest.param(mg.xlogy, torch.xlogy, arrays, positive, id="xlogy"),
     pytest.param(lambda a, b: a.lerp(b, 0.3), lambda a, b: torch.lerp(a, b, 0.3), arrays, arrays, id="lerp"),
     pytest.param(lambda a, b: mg.lerp(a, b, b), lambda a, b: torch.lerp(a, b, b), arrays, arrays,
                  id="lerp-tensor-weight"),
@@ -247,6 +249,7 @@ INTEGER_API = [  # integer inputs: the result dtype is torch's (float32 for the 
     pytest.param(lambda x: x.fmod(-3), lambda x: x.fmod(-3), id="fmod"),
     pytest.param(lambda x: mg.atan2(x, x + 1), lambda x: torch.atan2(x, x + 1), id="atan2"),
     pytest.param(mg.nan_to_num, torch.nan_to_num, id="nan_to_num"),
+    pytest.param(lambda x: mg.xlogy(x, x * x + 1), lambda x: torch.xlogy(x, x * x + 1), id="xlogy"),
 ]
 
 
