@@ -9,9 +9,16 @@ import pytest
 from domains import nonzero, positive, values
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from op_checks import (
+    binary_forward_in_float32,
+    binary_gradcheck,
+    edge_exact,
+    unary_forward_in_float32,
+    unary_gradcheck,
+)
 
 import minigrad as mg
-from minigrad.testing import arrays, broadcastable_shapes, shapes
+from minigrad.testing import arrays, shapes
 
 # Values are cheap to compare and the gradient tests draw the same inputs: a third of the
 # profile's examples (at least 10) keeps the suite fast.
@@ -46,17 +53,13 @@ BINARY = [
 @pytest.mark.parametrize("fn, ref, domain", UNARY)
 @given(data=st.data())
 def test_unary_gradcheck(fn, ref, domain, data):
-    x = data.draw(domain(shapes()), label="x")
-    assert mg.gradcheck(fn, [x])
+    unary_gradcheck(fn, domain, data)
 
 
 @pytest.mark.parametrize("fn, ref, domain_a, domain_b", BINARY)
 @given(data=st.data())
 def test_binary_gradcheck_with_broadcasting(fn, ref, domain_a, domain_b, data):
-    shape_a, shape_b = data.draw(broadcastable_shapes(), label="shapes")
-    a = data.draw(domain_a(shape_a), label="a")
-    b = data.draw(domain_b(shape_b), label="b")
-    assert mg.gradcheck(fn, [a, b])
+    binary_gradcheck(fn, lambda sa, sb: st.tuples(domain_a(sa), domain_b(sb)), data)
 
 
 # ----------------------------------------------------------------------------- values
@@ -66,22 +69,15 @@ def test_binary_gradcheck_with_broadcasting(fn, ref, domain_a, domain_b, data):
 @fewer_examples
 @given(data=st.data())
 def test_unary_forward_matches_numpy(fn, ref, domain, data):
-    a = data.draw(domain(shapes()), label="x").astype(np.float32)
-    out = fn(mg.tensor(a))
-    assert out.dtype == np.float32 and out.shape == a.shape
-    np.testing.assert_allclose(out.data, ref(a), rtol=1e-5, atol=1e-6)
+    unary_forward_in_float32(fn, ref, domain, data, reference_in=np.float32)
 
 
 @pytest.mark.parametrize("fn, ref, domain_a, domain_b", BINARY)
 @fewer_examples
 @given(data=st.data())
 def test_binary_forward_matches_numpy(fn, ref, domain_a, domain_b, data):
-    shape_a, shape_b = data.draw(broadcastable_shapes(), label="shapes")
-    a = data.draw(domain_a(shape_a), label="a").astype(np.float32)
-    b = data.draw(domain_b(shape_b), label="b").astype(np.float32)
-    out = fn(mg.tensor(a), mg.tensor(b))
-    assert out.dtype == np.float32
-    np.testing.assert_allclose(out.data, ref(a, b), rtol=1e-5, atol=1e-6)
+    pair = lambda sa, sb: st.tuples(domain_a(sa), domain_b(sb))  # noqa: E731
+    binary_forward_in_float32(fn, ref, pair, data, reference_in=np.float32, atol=1e-6)
 
 
 # ----------------------------------------------------------------------------- edges
@@ -97,12 +93,7 @@ EDGES = [
 
 @pytest.mark.parametrize("fn, x, value, grad", EDGES)
 def test_edge_values_and_gradients(fn, x, value, grad):
-    t = mg.tensor(x, requires_grad=True)
-    with np.errstate(all="ignore"):
-        out = fn(t)
-        out.backward()
-    np.testing.assert_array_equal(out.data, np.float32(value))
-    np.testing.assert_array_equal(t.grad, np.float32(grad))
+    edge_exact(fn, x, value, grad)
 
 
 def test_pow_zero_of_a_tiny_base_has_gradient_zero_without_a_warning():
