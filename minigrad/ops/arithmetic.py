@@ -167,7 +167,8 @@ class Pow(Function):
     def forward(ctx, a, b):
         if a.dtype is not b.dtype:  # mixed dtypes: PyTorch's rule, see promotion.py
             a, b = promote(a, b)
-        z = power(a, b)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # inf and nan, silently,
+            z = power(a, b)  # as in PyTorch: (-8) ** 0.5, 0 ** -1
         ctx.save_for_backward(a, b, z)
         return z
 

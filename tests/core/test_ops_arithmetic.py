@@ -196,3 +196,13 @@ def test_fast_small_integer_powers_match_numpy_pow(x, e):
             fast, slow = power(a, b), a**b
         np.testing.assert_allclose(fast, slow, rtol=1e-6)
         assert fast.dtype == dtype
+
+
+def test_pow_gives_nan_and_inf_silently_as_torch():
+    """A negative base to a fractional power is NaN, 0 to a negative power inf; numpy warns of
+    both, PyTorch does not, nor does minigrad."""
+    x = mg.tensor([-8.0, 0.0, 4.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = x ** mg.tensor([0.5, -1.0, 0.5])
+    np.testing.assert_array_equal(out.data, np.float32([np.nan, np.inf, 2.0]))
