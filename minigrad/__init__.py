@@ -5,6 +5,8 @@
     (x * x).sum().backward()     # x.grad == [2., 4.]
 """
 
+import importlib
+
 import numpy as np
 
 from . import _source_tree, linalg, optim
@@ -38,7 +40,6 @@ from .random import manual_seed
 from .serialization import load, save
 from .tensor import Tensor
 from .threads import get_num_threads, set_num_threads
-from .viz.anomaly import AnomalyError, detect_anomaly
 
 float32, float64, int64, int32 = np.float32, np.float64, np.int64, np.int32
 bool_ = np.bool_
@@ -56,6 +57,22 @@ _source_tree.add_finder()  # run from a clone's root: minigrad.nn and the rest a
 # The function forms (minigrad.exp, minigrad.sum, minigrad.cat, ...), each declared once beside its
 # op in minigrad/ops/<kind>.py; docs/api.md says where each is defined.
 globals().update(_table.function_forms())
+
+# The drawing package loads when first asked for (mg.viz, mg.detect_anomaly, mg.AnomalyError, or
+# an import of minigrad.viz or minigrad.nn), not with minigrad: importing minigrad registers no
+# backward observer (viz/grads.py's, which keeps small gradients for drawings, comes with viz).
+_LAZY = {"viz": "minigrad.viz", "AnomalyError": "minigrad.viz.anomaly",
+         "detect_anomaly": "minigrad.viz.anomaly"}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'minigrad' has no attribute {name!r}")
+    module = importlib.import_module(_LAZY[name])
+    value = module if name == "viz" else getattr(module, name)
+    globals()[name] = value
+    return value
+
 
 # mg.bool is left out of __all__: `from minigrad import *` would break isinstance(v, bool)
 __all__ = sorted([
