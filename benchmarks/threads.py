@@ -1,6 +1,6 @@
 """Thread scaling: the GPT step of gpt_step.py at 1 and 2 threads (minigrad and PyTorch, taking
 turns; minigrad's 2 threads both ways, its kernels splitting their work and BLAS multiplying on
-them, see minigrad.threads), the same step beside a process that keeps one core busy, and
+them, see minigrad.runtime.threads), the same step beside a process that keeps one core busy, and
 `minigrad train gpt` with `--threads auto` (the default) against each fixed setting.
 
     python benchmarks/threads.py                    # scaling and sharing, standard and long step
@@ -88,7 +88,7 @@ def neighbour_arrives(config: str, steps: int = 400, at: int = 150) -> None:
     import numpy as np
 
     import minigrad as mg
-    from minigrad.threads import ThreadTuner
+    from minigrad.runtime.threads import ThreadTuner
 
     gpt_step.use_config(config)
     model = gpt_step.minigrad_model()

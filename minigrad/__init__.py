@@ -37,9 +37,9 @@ from .gradcheck import GradcheckError, gradcheck
 from .memory import keep_freed_memory
 from .ops import table as _table
 from .random import manual_seed
+from .runtime.threads import get_num_threads, set_num_threads
 from .serialization import load, save
 from .tensor import Tensor
-from .threads import get_num_threads, set_num_threads
 
 float32, float64, int64, int32 = np.float32, np.float64, np.int64, np.int32
 bool_ = np.bool_

@@ -22,7 +22,7 @@ import minigrad as mg
 from minigrad.exercises import cli as exercises
 from minigrad.models import commands as models
 from minigrad.models.train import Engine
-from minigrad.threads import apply_setting, parse_setting
+from minigrad.runtime.threads import apply_setting, parse_setting
 
 
 def torch_engine(nproc: int, threads: int | str) -> Engine:

@@ -175,8 +175,8 @@ def pool_cases(draw: Any, dilate: bool = True, max_kernel: int = 3, max_stride: 
 def split_threads(n: int, row_block: int = 3, products: bool = True) -> Iterator[None]:
     """Inside the block, n threads that split work whatever its size (products too, in blocks of
     `row_block` rows, unless products=False), so that tiny test inputs take the parallel paths
-    of minigrad.parallel; after it, one thread and the thresholds as they were."""
-    from . import parallel
+    of minigrad.runtime.parallel; after it, one thread and the thresholds as they were."""
+    from .runtime import parallel
 
     saved = parallel.MIN_ELEMENTS, parallel.MIN_PRODUCT, parallel.ROW_BLOCK
     parallel.MIN_ELEMENTS, parallel.ROW_BLOCK = 0, row_block

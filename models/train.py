@@ -27,8 +27,8 @@ from tqdm import tqdm
 import minigrad as mg
 import minigrad.optim as optim
 from minigrad.random import set_rng_state
+from minigrad.runtime.threads import ThreadTuner, apply_setting
 from minigrad.serialization import clean_temporaries
-from minigrad.threads import ThreadTuner, apply_setting
 
 from .runs import (
     RunLock,
@@ -163,7 +163,7 @@ class Engine:
 
     def __init__(self, threads: int | str | None = None):
         """threads: None (leave the setting as it is), a count, "blas:N", or "auto": each step
-        runs through a `minigrad.threads.ThreadTuner`, which times the first steps at each
+        runs through a `minigrad.runtime.threads.ThreadTuner`, which times the first steps at each
         setting, keeps the fastest, and times them again every 500 steps (or at once when the
         steps slow down)."""
         self.tuner = ThreadTuner() if threads == "auto" else None

@@ -11,11 +11,11 @@ import math
 
 import numpy as np
 
-from minigrad import parallel
 from minigrad.autograd import Function
 from minigrad.ops.erf import erf, erf_float32
 from minigrad.ops.reduce import accumulation_dtype, narrowed, widened
-from minigrad.parallel import run_spans
+from minigrad.runtime import parallel
+from minigrad.runtime.parallel import run_spans
 
 from .lookup_kernels import Dropout, Embedding, scatter_add_rows, scatter_add_rows_reference  # noqa: F401
 
@@ -290,7 +290,7 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 def _by_pieces(fn, inputs: tuple[np.ndarray, ...], outputs: tuple[np.ndarray, ...]) -> None:
     """fn(*input pieces, *output pieces) over matching pieces of same-size arrays: flat views
     of contiguous arrays, so the pieces are contiguous too (0-d arrays are one piece). The
-    pieces are independent, so large arrays are spread over the threads (minigrad.parallel),
+    pieces are independent, so large arrays are spread over the threads (minigrad.runtime.parallel),
     in runs of PIECE-sized pieces for balance; each thread does its run CHUNK elements at a
     time. fn is elementwise, so the cut changes no result."""
     flat = [a.reshape(-1) for a in inputs + outputs]

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from minigrad import Function
-from minigrad.parallel import run_spans
+from minigrad.runtime.parallel import run_spans
 
 from .helpers import _LOG2E, _T, _dropout_keep, _with_column
 
@@ -143,7 +143,7 @@ def _backward_rows(g, q, k, v, e, keep, out, scale, dq, dk, dv, ds) -> None:
 
 
 def _by_batch(rows, lead: tuple[int, ...], scores: int) -> None:
-    """rows(a, b) over runs of the first batch axis, one run per thread (minigrad.parallel), or
+    """rows(a, b) over runs of the first batch axis, one run per thread (minigrad.runtime.parallel), or
     rows(0, n) at once: every step of the kernel is per batch row, so the results do not depend
     on how the rows are grouped. Inputs of 2-D arrays (no batch axis) go whole. `scores` is
     Tq * Tk, the work per head."""

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from minigrad import Function
-from minigrad.parallel import run_spans
+from minigrad.runtime.parallel import run_spans
 
 from .helpers import _LOG2E, _with_column
 from .tiles import _Tiles
@@ -77,7 +77,7 @@ def tiled_forward(q, k, v, bias=None, allowed=None, causal_offset=None, *, scale
 
 
 def _by_heads(heads, tiles: _Tiles, n: int) -> None:
-    """heads(a, b) over runs of the N = B*H heads, one run per thread (minigrad.parallel), when the
+    """heads(a, b) over runs of the N = B*H heads, one run per thread (minigrad.runtime.parallel), when the
     masks are the same for every head (else all N at once): every step of both passes is per
     head, so the results do not depend on how the heads are grouped."""
     if tiles.splits_heads():

@@ -1,4 +1,4 @@
-"""minigrad.parallel: a kernel's pieces on several threads give the serial loop's results, to
+"""minigrad.runtime.parallel: a kernel's pieces on several threads give the serial loop's results, to
 the bit, for any thread count, at ordinary and extreme values; errors and numpy's error state
 travel from the pieces to the caller."""
 
@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import minigrad as mg
-from minigrad import parallel
 from minigrad.nn import kernels
+from minigrad.runtime import parallel
 
 EXTREMES = [0.0, -0.0, 1e-30, -1e-30, 20.0, -20.0, 1e3, -1e3, 1e19, -1e19, 3e38, -3e38,
             np.inf, -np.inf, np.nan]

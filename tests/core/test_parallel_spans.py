@@ -1,4 +1,4 @@
-"""minigrad.parallel's runs and products: run_spans covers every piece once in contiguous runs,
+"""minigrad.runtime.parallel's runs and products: run_spans covers every piece once in contiguous runs,
 raises a run's error after all have finished and holds BLAS to one thread meanwhile; matmul
 gives np.matmul's bits for any thread count; set_threads leaves no waiting worker behind."""
 
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from minigrad import parallel
+from minigrad.runtime import parallel
 from minigrad.testing import split_threads
 
 threads = split_threads  # n threads that split whatever the size

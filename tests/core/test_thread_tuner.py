@@ -6,9 +6,15 @@ import pytest
 from threadpoolctl import threadpool_info
 
 import minigrad as mg
-from minigrad import parallel
 from minigrad.cli import build_parser
-from minigrad.threads import ThreadTuner, apply_setting, candidate_counts, candidate_settings, parse_setting
+from minigrad.runtime import parallel
+from minigrad.runtime.threads import (
+    ThreadTuner,
+    apply_setting,
+    candidate_counts,
+    candidate_settings,
+    parse_setting,
+)
 
 
 class FakeMachine:

@@ -3,7 +3,7 @@ choice only with -v; a fixed `--threads` (before or after the subcommand) sets i
 
 from threadpoolctl import threadpool_info
 
-from minigrad import parallel
+from minigrad.runtime import parallel
 
 
 def blas_threads():
@@ -11,8 +11,8 @@ def blas_threads():
 
 
 def test_train_with_auto_logs_the_count_it_chose(tmp_path, capsys, monkeypatch, one_thread_after):
-    from minigrad import threads
     from minigrad.cli import main
+    from minigrad.runtime import threads
 
     monkeypatch.setattr(threads, "available_cores", lambda: 2)  # a trial even on a 1-core machine
     out = tmp_path / "run"
@@ -39,8 +39,8 @@ def test_the_engine_and_the_command_set_a_fixed_setting(tmp_path, capsys, one_th
 
 
 def test_the_tuners_lines_are_said_only_with_verbose(capsys, monkeypatch, one_thread_after):
-    from minigrad import threads
     from minigrad.cli import main
+    from minigrad.runtime import threads
 
     monkeypatch.setattr(threads, "available_cores", lambda: 2)  # so the tuner has settings to time
     argv = ["train", "gpt", "--preset", "tiny", "--steps", "12", "--quiet"]

@@ -9,7 +9,7 @@ piece alone would give, so the results are bit-identical for any thread count (e
 last bit of large matrix products: see `matmul`).
 
 `minigrad.set_num_threads(n)` sets the thread count: the caller plus n - 1 workers. BLAS is
-then held to one thread (minigrad.threads) and the large matrix products are split here
+then held to one thread (minigrad.runtime.threads) and the large matrix products are split here
 instead (`matmul`), for two reasons measured on the 2-core VM of the README (the other way,
 `set_num_threads(n, way="blas")`, leaves this module on one thread and gives BLAS the n; the
 two never mix):

@@ -3,14 +3,14 @@
 There are two ways to give a step n threads, and neither is the faster for every model:
   - `set_num_threads(n)` (the default way, "kernels"): minigrad's kernels split their
     independent pieces over n threads, the large matrix products' blocks of rows included
-    (minigrad.parallel), and numpy's BLAS is held to one thread. So n threads are busy at most,
+    (minigrad.runtime.parallel), and numpy's BLAS is held to one thread. So n threads are busy at most,
     and none spins while idle. It wins when the pieces are large (the T = 1024 step).
   - `set_num_threads(n, way="blas")`: BLAS multiplies on its own n threads and minigrad's
     kernels run on one. BLAS's idle threads spin for about 0.1 s after a product, waiting for
     the next, so handing a product to them is fast: on small models, where every product is
     a millisecond or less and waking a sleeping thread costs a tenth of that, it wins. But they
     spin on the cores the kernels' pieces and other processes need (the reasons, measured, are
-    in minigrad.parallel's docstring), so the two are never mixed.
+    in minigrad.runtime.parallel's docstring), so the two are never mixed.
 
 The fastest setting depends on the model's sizes and on what else the machine is running: on
 small matrices a second thread saves little, and a thread whose core another process is using
