@@ -166,8 +166,10 @@ class Engine:
         runs through a `minigrad.runtime.threads.ThreadTuner`, which times the first steps at each
         setting, keeps the fastest, and times them again every 500 steps (or at once when the
         steps slow down)."""
-        self.tuner = ThreadTuner() if threads == "auto" else None
-        if threads is not None and threads != "auto":
+        if threads == "auto":  # the plain step below, wrapped: each call at the setting it picks
+            self.tuner = ThreadTuner()
+            self.step = self.tuner.wrap(self.step)
+        elif threads is not None:
             apply_setting(threads)
 
     def describe(self) -> str:
@@ -188,11 +190,6 @@ class Engine:
         return pressed  # one process: nobody else to ask
 
     def step(self, batch: Any) -> float:
-        if self.tuner is not None:
-            return self.tuner.run(lambda: self._step(batch))
-        return self._step(batch)
-
-    def _step(self, batch: Any) -> float:
         loss = self.recipe.loss(batch)
         self.opt.zero_grad()
         loss.backward()

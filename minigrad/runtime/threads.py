@@ -23,6 +23,7 @@ count (the kernels way) or "blas:N" (BLAS's way): `apply_setting` sets either.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from typing import Any, Callable, Sequence
@@ -146,6 +147,14 @@ class ThreadTuner:
         self._recent: list[float] = []  # the last steps at the best setting, after a trial
         self._since = every  # so the first step starts a trial
         self._current: Any = None
+
+    def wrap(self, step: Callable[..., Any]) -> Callable[..., Any]:
+        """step(...) run through the tuner: each call at the setting it picks (see `run`). The
+        training loop's plain step stays as it is; `--threads auto` wraps it with this."""
+        @functools.wraps(step)
+        def tuned(*args: Any, **kwargs: Any) -> Any:
+            return self.run(lambda: step(*args, **kwargs))
+        return tuned
 
     def run(self, step: Callable[[], Any]) -> Any:
         """One step, at the setting the tuner picks for it; returns what step returned."""

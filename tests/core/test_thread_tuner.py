@@ -184,3 +184,18 @@ def test_the_two_ways_never_mix(one_thread_after):
     with pytest.raises(ValueError, match="way must be one of kernels, blas; got 'openmp'"):
         mg.set_num_threads(2, way="openmp")
     assert blas_threads() == {3} and parallel.get_threads() == 1  # a refused call changes nothing
+
+
+def test_wrap_runs_the_plain_step_through_the_tuner_with_its_arguments():
+    m = FakeMachine({1: 0.015, 2: 0.011})
+    t = tuner_on(m, trial=2, every=100)
+
+    def plain(batch, *, scale=1):
+        """one step"""
+        return (m.step(), batch * scale)
+
+    tuned = t.wrap(plain)
+    ran = [tuned(i, scale=2) for i in range(10)]
+    assert [r[1] for r in ran] == [2 * i for i in range(10)]  # its arguments and its result
+    assert {r[0] for r in ran[6:]} == {2} and t.best == 2  # the tuner picked the setting
+    assert tuned.__name__ == "plain" and tuned.__doc__ == "one step"

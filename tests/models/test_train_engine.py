@@ -147,3 +147,9 @@ def test_a_state_that_cannot_come_back_fails_before_the_first_step(tmp_path):
         train(Periodic(), CFG, str(tmp_path / "run"), engine=engine, **quiet)
     assert engine.calls == [("setup", 0), "sync"]  # not one step was trained
     assert not os.path.exists(tmp_path / "run" / "log.csv")
+
+
+def test_the_auto_engine_wraps_its_plain_step():
+    plain, auto = Engine(), Engine(threads="auto")
+    assert plain.tuner is None and plain.step.__func__ is Engine.step
+    assert auto.tuner is not None and auto.step.__wrapped__.__func__ is Engine.step
