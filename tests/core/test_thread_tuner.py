@@ -6,7 +6,6 @@ import pytest
 from threadpoolctl import threadpool_info
 
 import minigrad as mg
-from minigrad.cli import build_parser
 from minigrad.runtime import parallel
 from minigrad.runtime.threads import (
     ThreadTuner,
@@ -156,18 +155,6 @@ def test_settings_read_as_a_count_and_a_way():
                                            (8, [1, 2, 4, 8])])
 def test_candidates_are_powers_of_two_and_the_cores(cores, counts):
     assert candidate_counts(cores) == counts
-
-
-def test_the_command_takes_a_count_blas_or_auto(capsys):
-    parser = build_parser()
-    assert parser.parse_args(["train", "gpt"]).threads == "auto"
-    assert parser.parse_args(["--threads", "3", "train", "gpt"]).threads == 3
-    assert parser.parse_args(["--threads", "blas:2", "train", "gpt"]).threads == "blas:2"
-    for bad, says in (("0", "at least 1 thread"), ("two", "a number of threads, blas:N or auto"),
-                      ("blas:0", "not 'blas:0'"), ("blas:x", "not 'blas:x'")):
-        with pytest.raises(SystemExit):
-            parser.parse_args(["--threads", bad, "train", "gpt"])
-        assert says in capsys.readouterr().err
 
 
 def blas_threads():

@@ -1,8 +1,10 @@
 """`minigrad train` and its threads: `--threads auto` (the default) tunes the setting and says its
 choice only with -v; a fixed `--threads` (before or after the subcommand) sets it for the run."""
 
+import pytest
 from threadpoolctl import threadpool_info
 
+from minigrad.cli import build_parser
 from minigrad.runtime import parallel
 
 
@@ -62,3 +64,15 @@ def test_threads_after_the_subcommand_set_the_run(capsys, one_thread_after):
     assert main(["--threads", "blas:2", "train", "gpt", "--preset", "tiny", "--steps", "3", "--quiet",
                  "--out", "again", "--threads", "2"]) == 0  # the one after the subcommand wins
     assert blas_threads() == {1} and parallel.get_threads() == 2
+
+
+def test_the_command_takes_a_count_blas_or_auto(capsys):
+    parser = build_parser()
+    assert parser.parse_args(["train", "gpt"]).threads == "auto"
+    assert parser.parse_args(["--threads", "3", "train", "gpt"]).threads == 3
+    assert parser.parse_args(["--threads", "blas:2", "train", "gpt"]).threads == "blas:2"
+    for bad, says in (("0", "at least 1 thread"), ("two", "a number of threads, blas:N or auto"),
+                      ("blas:0", "not 'blas:0'"), ("blas:x", "not 'blas:x'")):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["--threads", bad, "train", "gpt"])
+        assert says in capsys.readouterr().err
