@@ -166,6 +166,7 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
         pending: dict[int, np.ndarray] = {id(root._node): grad}
         released: dict[int, _memory.Released] = {}
         edits = _versions.edits
+        keep_values = _memory.KEEP_VALUES  # inputs up to this size stay (see memory.Released)
         for node in order:
             g = pending.pop(id(node), None)
             if g is None:  # no gradient reached this node (e.g. an unused output)
@@ -191,7 +192,7 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
                     key = id(parent)
                     prev = pending.get(key)
                     pending[key] = gi if prev is None else prev + gi
-                    if t.data.size > _memory.KEEP_VALUES:
+                    if t.data.size > keep_values:
                         holds_activation = True
             if not retain_graph:
                 node.saved = None  # the node is done: free the arrays its forward saved
