@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -48,7 +48,6 @@ class Entry:
     method: Callable | None = None  # Tensor.<name>
     function: Callable | None = None  # minigrad.<name>
     inplace: Callable | None = None  # Tensor.<name>_
-    aliases: tuple[str, ...] = field(default=())
 
 
 _TABLE: dict[str, Entry] = {}
@@ -86,25 +85,22 @@ def op(fn: Callable | None = None, *, function: bool = True, inplace: bool = Fal
                 setattr(Tensor, each + "_", in_place)
             if in_place_form is not None:
                 _entry(fn, each + "_").function = in_place_form
-        _entry(fn, primary).aliases = tuple(aliases)
         return fn
     return declare(fn) if fn is not None else declare
 
 
-def method(fn: Callable | None = None, *, inplace: bool = False, inplace_function: bool = False,
-           aliases: tuple[str, ...] = (), name: str | None = None) -> Any:
-    """Declare a Tensor method that has no function form of the same meaning."""
-    return op(fn, function=False, inplace=inplace, inplace_function=inplace_function, aliases=aliases,
-              name=name)
+def method(fn: Callable | None = None, *, inplace: bool = False, name: str | None = None) -> Any:
+    """Declare a Tensor method that has no function form of the same meaning (or, with `name`,
+    a second name of one: `method(bitwise_and, name="__and__")`)."""
+    return op(fn, function=False, inplace=inplace, name=name)
 
 
-def function(fn: Callable | None = None, *, name: str | None = None, aliases: tuple[str, ...] = ()) -> Any:
+def function(fn: Callable | None = None, *, name: str | None = None) -> Any:
     """Declare a function form written on its own (`minigrad.cat`, `minigrad.where`)."""
     def declare(fn: Callable) -> Callable:
         if name is not None:  # `amax_form` in its module, `amax` to every reader
             fn.__name__ = fn.__qualname__ = name
-        for each in (name or fn.__name__, *aliases):
-            _entry(fn, each).function = fn
+        _entry(fn, name).function = fn
         return fn
     return declare(fn) if fn is not None else declare
 

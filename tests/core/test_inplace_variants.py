@@ -138,8 +138,8 @@ def test_a_plain_tensor_joins_the_graph_when_the_other_operand_requires_grad():
     acc = mg.zeros(2)
     acc.add_(w * w)
     assert acc.requires_grad and acc.grad_fn is not None
-    acc.sum().backward()
-    np.testing.assert_array_equal(w.grad, [2.0, 4.0])
+    (acc * mg.tensor([3.0, -1.0])).sum().backward()
+    np.testing.assert_array_equal(w.grad, [6.0, -4.0])  # 2 w times each place's weight
 
 
 def test_the_in_place_function_forms_are_torchs_one_input_ones():
