@@ -103,8 +103,10 @@ def test_std_and_var_without_correction(data):
     x = data.draw(arrays(shape), label="x")
     assert mg.gradcheck(lambda t: t.var(dim=-1, correction=0), [x])
     # numpy's std squares unscaled (values of 1e-226 underflow to 0); minigrad scales by a power
-    # of two first, as this reference scales by max |x|
-    c = np.max(np.abs(x), initial=0) or 1.0
+    # of two first, as this reference scales each column by its max |x| (a constant column is then
+    # all ones: its std exactly 0, as minigrad's, where an unscaled mean leaves a rounding error)
+    c = np.max(np.abs(x), axis=0, initial=0)
+    c = np.where(c == 0, 1.0, c)
     expected = (x / c).std(axis=0, ddof=1) * c if x.shape[0] > 1 else np.full(x.shape[1:], np.nan)
     np.testing.assert_allclose(mg.tensor(x).std(dim=0).data, expected)
 
