@@ -47,10 +47,11 @@ def _attention_values(node: Function, q: np.ndarray, k: np.ndarray, bias) -> dic
     values["scores"] = scores = values["q k^T"] * node.scale
     if bias is not None:
         values["scores + bias"] = scores = scores + bias
-    allowed = getattr(node, "small_mask", None)
-    if allowed is None and getattr(node, "causal", False):
+    drawn = node.drawing
+    allowed = drawn.small_mask
+    if allowed is None and drawn.causal:
         allowed = np.tri(scores.shape[-2], scores.shape[-1], dtype=bool)
-    if getattr(node, "dropout_p", 0.0) or (getattr(node, "masked", False) and allowed is None):
+    if drawn.dropout_p or (drawn.masked and allowed is None):
         return values
     if allowed is not None:
         scores = np.where(allowed, scores, -np.inf)
@@ -88,12 +89,12 @@ def _attention_steps(node: Function, q: tuple, k: tuple, v: tuple, q_in, k_in, v
     if bias_in is not None:
         steps.append(("Add bias", [last, bias_in], "scores + bias", scores))
         last = "scores + bias"
-    if getattr(node, "masked", False):
+    if node.drawing.masked:
         steps.append(("MaskedFill -inf where not allowed", [last], "masked scores", scores))
         last = "masked scores"
     steps.append(("Softmax over keys", [last], "weights", scores))
     last = "weights"
-    if getattr(node, "dropout_p", 0.0):
+    if node.drawing.dropout_p:
         steps.append(("Dropout", [last], "dropped weights", scores))
         last = "dropped weights"
     steps.append(("MatMul weights @ v", [last, v_in], "attention output", lead + (q[-2], v[-1])))

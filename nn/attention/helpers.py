@@ -1,13 +1,15 @@
-"""The private names several attention modules share, each defined once: the kernels' array
-helpers (`_T`, the one column helper `_with_column`, `_LOG2E` for exp2), the causal mask as an
-array (`_causal`), dropout's multipliers, the default scale and its name, the batch-first check
-of the layers. A private name belongs to one module and is imported from it alone (the tiled
-kernel's grid `_Tiles` from tiles.py, the recorder `_record` from maps.py); only the names here
-are imported outside the package (nn/transformer.py)."""
+"""The private names several attention modules share, each defined once: the kernels' array helpers
+(`_T`, the one column helper `_with_column`, `_LOG2E` for exp2), the causal mask as an array
+(`_causal`), dropout's multipliers, the default scale and its name, the batch-first check of the
+layers, and what a kernel's node keeps for its drawing (`Drawing`). A private name belongs to
+one module and is imported from it alone (the tiled kernel's grid `_Tiles` from tiles.py, the
+recorder `_record` from maps.py); only the names here are imported outside the package
+(nn/transformer.py)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,6 +17,31 @@ import numpy as np
 from minigrad.random import generator
 
 _LOG2E = math.log2(math.e)  # exp(x) = 2**(x log2(e)): the kernels' exp2 (tiles.py, one_block.py)
+
+# A boolean mask of at most this many entries stays on the node, so that a drawing with
+# show_values can recompute the weights of a small attention (drawing.py).
+SMALL_MASK = 4096
+
+
+@dataclass(frozen=True)
+class Drawing:
+    """What an attention kernel's node keeps for its drawing and for a reader, never for backward
+    (`ctx.drawing`, read by drawing.py): whether a mask applied (a boolean mask or the causal
+    rule), whether it was the causal rule, the dropout probability, the mask itself when it has at
+    most SMALL_MASK entries (else None), and which kernel ran (the packed op runs the one-block or
+    the tiled one)."""
+
+    masked: bool
+    causal: bool = False
+    dropout_p: float = 0.0
+    small_mask: np.ndarray | None = None
+    kernel: type | None = None
+
+    @classmethod
+    def of(cls, allowed: np.ndarray | None, *, causal: bool = False, dropout_p: float = 0.0,
+           kernel: type | None = None) -> Drawing:
+        small = allowed if allowed is not None and allowed.size <= SMALL_MASK else None
+        return cls(allowed is not None or causal, causal, dropout_p, small, kernel)
 
 
 def _T(x: np.ndarray) -> np.ndarray:

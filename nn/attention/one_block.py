@@ -17,12 +17,7 @@ import numpy as np
 from minigrad import Function
 from minigrad.runtime.parallel import run_spans
 
-from .helpers import _LOG2E, _T, _dropout_keep, _with_column
-
-# A boolean mask of at most this many entries stays on the node, so that a drawing with
-# show_values can recompute the weights of a small attention (drawing.py).
-SMALL_MASK = 4096
-
+from .helpers import _LOG2E, _T, Drawing, _dropout_keep, _with_column
 
 # ----------------------------------------------------------------------------- the kernel
 
@@ -283,9 +278,8 @@ class Attention(Function):
         out, saved = attention_forward(q, k, v, bias, allowed, scale=scale, dropout_p=dropout_p,
                                        weights_out=weights_out)
         ctx.save_for_backward(*saved)
-        ctx.scale, ctx.masked, ctx.dropout_p = scale, allowed is not None, dropout_p
-        # (for drawings)
-        ctx.small_mask = allowed if allowed is not None and allowed.size <= SMALL_MASK else None
+        ctx.scale = scale
+        ctx.drawing = Drawing.of(allowed, dropout_p=dropout_p, kernel=Attention)
         return out
 
     @staticmethod

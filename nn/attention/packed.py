@@ -15,8 +15,8 @@ from minigrad import Function
 
 from .cache import KVCache
 from .dispatch import use_tiled
-from .helpers import _causal
-from .one_block import SMALL_MASK, Attention, attention_backward, attention_forward
+from .helpers import Drawing, _causal
+from .one_block import Attention, attention_backward, attention_forward
 from .tiled import TiledAttention, tiled_backward, tiled_forward
 
 
@@ -95,10 +95,8 @@ class PackedAttention(Function):
                                            cache=cache)
         ctx.save_for_backward(*saved)
         ctx.tiles, ctx.heads, ctx.scale = tiles, heads, scale
-        ctx.kernel = Attention if tiles is None else TiledAttention  # which kernel ran
-        ctx.masked, ctx.dropout_p = allowed is not None or causal, dropout_p  # (for drawings)
-        ctx.causal = causal
-        ctx.small_mask = allowed if allowed is not None and allowed.size <= SMALL_MASK else None
+        ctx.drawing = Drawing.of(allowed, causal=causal, dropout_p=dropout_p,
+                                 kernel=Attention if tiles is None else TiledAttention)
         return out
 
     @staticmethod

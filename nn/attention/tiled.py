@@ -16,7 +16,7 @@ import numpy as np
 from minigrad import Function
 from minigrad.runtime.parallel import run_spans
 
-from .helpers import _LOG2E, _with_column
+from .helpers import _LOG2E, Drawing, _with_column
 from .tiles import _Tiles
 
 # Default block sizes (queries, keys), chosen on one thread, D = 32, causal, (B, H) = (1, 4),
@@ -271,7 +271,7 @@ class TiledAttention(Function):
                                           block_q=block_q, block_k=block_k)
         ctx.save_for_backward(*saved)
         ctx.tiles, ctx.scale = tiles, scale
-        ctx.masked = allowed is not None or causal_offset is not None  # (for drawings)
+        ctx.drawing = Drawing(masked=allowed is not None or causal_offset is not None, kernel=TiledAttention)
         return out
 
     @staticmethod

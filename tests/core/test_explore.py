@@ -114,7 +114,7 @@ def test_a_tiny_gpt_is_folded_by_its_modules_and_stays_small():
     params = {t["label"]: t for t in page.data["tensors"] if t["kind"] == "param"}
     out_proj = modules["blocks.0.attn.out_proj (Linear)"]["id"]
     assert params["blocks.0.attn.out_proj.weight"]["mods"][-1] == out_proj  # a parameter sits in its module
-    assert {s["name"] for s in page.data["steps"]} >= {"CrossEntropy", "PackedAttention", "LayerNorm"}
+    assert {s["name"] for s in page.data["steps"]} >= {"CrossEntropy", "PackedAttention", "LayerNormOp"}
     big = next(s for s in page.data["steps"] if s["name"] == "CrossEntropy")["sent"][0]["grad"]
     assert "v" not in big and {"min", "max", "mean", "norm"} <= set(big)  # a large gradient: statistics
     assert len(page.html) < 120_000
@@ -243,16 +243,16 @@ def test_expanded_masked_attention_shows_the_masked_weights():
 
 
 def test_a_large_mask_is_not_kept_and_the_weights_are_left_out():
-    from minigrad.nn.attention import one_block
+    from minigrad.nn.attention import helpers
 
     q = mg.tensor(np.random.default_rng(0).normal(size=(3, 2)), requires_grad=True)
     mask = mg.tensor(np.tri(3, dtype=bool))
-    saved = one_block.SMALL_MASK
-    one_block.SMALL_MASK = 4  # the 9 entries of this mask count as large
+    saved = helpers.SMALL_MASK
+    helpers.SMALL_MASK = 4  # the 9 entries of this mask count as large
     try:
         loss = F.scaled_dot_product_attention(q, q, q, mask=mask).sum()
     finally:
-        one_block.SMALL_MASK = saved
+        helpers.SMALL_MASK = saved
     source = draw_graph(loss, expand_fused=True, show_values=True).source
     assert "scores\\n(3, 3) float64\\ndata [" in source and 'weights\\n(3, 3) float64"' in source
 

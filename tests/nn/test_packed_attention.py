@@ -165,7 +165,7 @@ def test_packed_long_sequences_take_the_tiled_kernel_and_save_nothing_t_by_t(mon
     x = mg.tensor(qkv, requires_grad=True)
     out = packed_self_attention(x, 1, is_causal=True)
     node = out.grad_fn
-    assert type(node) is PackedAttention and node.kernel is TiledAttention
+    assert type(node) is PackedAttention and node.drawing.kernel is TiledAttention
     assert not any(isinstance(a, np.ndarray) and a.shape[-2:] == (T, T) for a in node.saved)
     out.backward(g)
     ref_x = mg.tensor(qkv, requires_grad=True)
@@ -188,7 +188,7 @@ def test_packed_tiled_with_a_learned_bias_matches_separate_heads(monkeypatch):
         out.backward(g)
         results.append((out.data, x.grad, b.grad))
         if fn is packed_self_attention:
-            assert out.grad_fn.kernel is TiledAttention
+            assert out.grad_fn.drawing.kernel is TiledAttention
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
 
