@@ -160,7 +160,8 @@ def _own_doc(obj: Any) -> str:
 
 def _ops() -> dict[str, type]:
     """minigrad's ops (Function subclasses of minigrad.ops and minigrad.nn) by their lower-case
-    names without underscores, so that `log_softmax` finds `LogSoftmax` and its math."""
+    names without underscores or the suffix Op, so that `log_softmax` finds `LogSoftmaxOp` and its
+    math."""
     import minigrad
 
     found: dict[str, type] = {}
@@ -169,7 +170,7 @@ def _ops() -> dict[str, type]:
         cls = todo.pop()
         todo += cls.__subclasses__()
         if cls.__module__.startswith(("minigrad.ops.", "minigrad.nn.")):
-            key = cls.__name__.lower()
+            key = cls.__name__.removesuffix("Op").lower()
             if key not in found or cls.__module__ < found[key].__module__:
                 found[key] = cls
     return found

@@ -46,7 +46,7 @@ bool_ = np.bool_
 float16, int8, int16, uint8 = np.float16, np.int8, np.int16, np.uint8
 bool = np.bool_  # mg.bool, as torch.bool (this shadows the builtin in this module only)
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"
 
 keep_freed_memory()
 

@@ -2,25 +2,27 @@
 softmax, log_softmax, and the others with `torch.nn.functional`'s names, arguments and
 defaults: softplus, elu, ...) and their modules (ReLU, GELU, ..., LogSoftmax).
 
-Each function is a composition of differentiable Tensor ops or one fused kernel, except
-softplus and elu: their stable forms need log1p and expm1 on the array, so they are one
-Function each (SoftplusOp, ELUOp: forward and backward side by side), and logsigmoid and
-mish are built on softplus.
+Each function is a composition of differentiable Tensor ops or one Function with forward and
+backward side by side: gelu is the fused kernel GELUOp (its tanh form in cache-sized pieces,
+nn/_pieces.py); softplus and elu need log1p and expm1 on the array for their stable forms
+(SoftplusOp, ELUOp), and logsigmoid and mish are built on softplus. relu, tanh, sigmoid,
+softmax and log_softmax are the core's ops (minigrad/ops/).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from minigrad import Tensor, where
 from minigrad.autograd import Function
-from minigrad.ops.reduce import LogSoftmax as _LogSoftmaxOp
-from minigrad.ops.reduce import Softmax as _SoftmaxOp
+from minigrad.ops.erf import erf, erf_float32
+from minigrad.ops.reduce import LogSoftmaxOp, SoftmaxOp, narrowed, widened
 
-from . import kernels
 from ._checks import _need_tensor as _need
+from ._pieces import by_pieces
 from .module import Module
 
 
@@ -39,22 +41,106 @@ def sigmoid(input: Tensor) -> Tensor:
     return input.sigmoid()
 
 
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+GELU_CLIP = 1e3  # see `_gelu_tanh_grad`
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _gelu_tanh(x: np.ndarray, t: np.ndarray, y: np.ndarray) -> None:
+    """t = tanh(u), u = sqrt(2/pi) * (x + 0.044715 x^3), and y = x / 2 * (1 + t), in place."""
+    np.multiply(x, x, out=t)
+    t *= 0.044715 * _SQRT_2_OVER_PI
+    t += _SQRT_2_OVER_PI
+    t *= x
+    np.tanh(t, out=t)
+    np.add(t, 1, out=y)
+    y *= 0.5  # before x: (1 + t) x would overflow for x past half the dtype's max
+    y *= x
+
+
+def _gelu_tanh_grad(x: np.ndarray, t: np.ndarray, g: np.ndarray, dx: np.ndarray) -> None:
+    """dx = g * (1 + t + x (1 - t^2) du) / 2,  du = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+          = g * (1 + t) * (1/2 + (1 - t) * x du / 2)     (1 - t^2 = (1 - t)(1 + t)):
+    eleven passes over x's size instead of twelve.
+
+    x du / 2 is taken at x clipped to [-GELU_CLIP, GELU_CLIP]: past |x| ~ 20, t is exactly +-1
+    (in float64 too), so the term is multiplied by 0 and the clip changes nothing, but x^3 of
+    an unclipped |x| > 1.8e19 (float32) would be inf, and inf * 0 NaN instead of the limit 1
+    (x -> inf) or 0 (x -> -inf)."""
+    other = np.clip(x, -GELU_CLIP, GELU_CLIP, out=np.empty_like(dx))
+    np.multiply(other, other, out=dx)
+    dx *= 0.5 * 3 * 0.044715 * _SQRT_2_OVER_PI
+    dx += 0.5 * _SQRT_2_OVER_PI
+    dx *= other  # x du / 2
+    np.subtract(1, t, out=other)
+    dx *= other
+    dx += 0.5
+    dx *= np.add(t, 1, out=other)  # reuse the buffer for 1 + t
+    dx *= g
+
+
+class GELUOp(Function):
+    """Gaussian error linear unit: y = x * Phi(x), Phi the standard normal CDF.
+
+    approximate="none":  Phi(x) = (1 + erf(x / sqrt 2)) / 2
+        dx = g * (Phi(x) + x * phi(x)),  phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
+    approximate="tanh":  y = x / 2 * (1 + tanh(u)),  u = sqrt(2/pi) * (x + 0.044715 x^3)
+        dx = g * ((1 + t) / 2 + x / 2 * (1 - t^2) * sqrt(2/pi) * (1 + 3 * 0.044715 x^2)),  t = tanh(u)
+    The tanh form runs in cache-sized pieces (`by_pieces`). float16 is computed in float32
+    and rounded once (`accumulation_dtype`), as in PyTorch: in float16 itself x du / 2 passes
+    65504 at |x| ~ 100, and inf * (1 - t) = inf * 0 made the gradient NaN.
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, approximate="none"):
+        ctx.approximate, ctx.dtype = approximate, x.dtype
+        x = widened(x)
+        return narrowed(GELUOp._forward(ctx, x, approximate), ctx.dtype)
+
+    @staticmethod
+    def _forward(ctx, x, approximate):
+        if approximate == "tanh":
+            x = np.ascontiguousarray(x).reshape(x.shape)  # (reshape: ascontiguousarray makes 0-d 1-d)
+            t, y = np.empty_like(x), np.empty_like(x)
+            with np.errstate(over="ignore"):  # x^3 = inf for huge |x|: tanh(+-inf) = +-1, right
+                by_pieces(_gelu_tanh, (x,), (t, y))
+            ctx.save_for_backward(x, t)
+            return y
+        u = x * math.sqrt(0.5)
+        with np.errstate(over="ignore"):  # u^2 = inf for huge |u|: erf is then +-1, right
+            cdf = 0.5 * (1 + (erf_float32(u) if x.dtype == np.float32 and u.ndim else erf(u)))
+        ctx.save_for_backward(x, cdf)
+        return (x * cdf).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, s = ctx.saved
+        out_dtype, g = np.result_type(ctx.dtype, g), widened(g)
+        if ctx.approximate == "tanh":
+            g = np.ascontiguousarray(g).reshape(g.shape)
+            dx = np.empty(np.broadcast_shapes(x.shape, g.shape), np.result_type(x, g))
+            by_pieces(_gelu_tanh_grad, (x, s, g), (dx,))
+            return narrowed(dx, out_dtype)
+        with np.errstate(over="ignore"):  # x^2 = inf for huge |x|: exp(-inf) = 0, right
+            return narrowed(g * (s + x * (_INV_SQRT_2PI * np.exp(-0.5 * x * x))), out_dtype)
+
+
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """input * Phi(input), with the exact erf form ("none") or the tanh approximation ("tanh")."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
     _need("gelu", "the input", input)
-    return kernels.GELU.apply(input, approximate=approximate)
+    return GELUOp.apply(input, approximate=approximate)
 
 
 def softmax(input: Tensor, dim: int = -1) -> Tensor:
     _need("softmax", "the input", input)
-    return _SoftmaxOp.apply(input, dim=dim)
+    return SoftmaxOp.apply(input, dim=dim)
 
 
 def log_softmax(input: Tensor, dim: int = -1) -> Tensor:
     _need("log_softmax", "the input", input)
-    return _LogSoftmaxOp.apply(input, dim=dim)
+    return LogSoftmaxOp.apply(input, dim=dim)
 
 
 def _need_tensor(fn: str, x: Any) -> None:

@@ -2,7 +2,7 @@
 order: class ids (rows whose target is ignore_index are never read), class weights, label
 smoothing, and class-probability targets.
 
-The unweighted cross entropy of class ids is one fused kernel (kernels.CrossEntropy); the
+The unweighted cross entropy of class ids is one fused kernel (CrossEntropy); the
 other cases are compositions of Tensor ops.
 """
 
@@ -13,10 +13,69 @@ from typing import Any
 import numpy as np
 
 from minigrad import Tensor, cat
-from minigrad.ops.reduce import LogSoftmax
+from minigrad.autograd import Function
+from minigrad.ops.reduce import LogSoftmaxOp
 
-from . import kernels
 from ._checks import _check_reduction, _int_array, _need_tensor
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    """log_softmax over the last axis, as the core's LogSoftmax computes it: (x - m) - log(sum
+    exp(x - m)), m the row max, 0 where infinite (a row of -inf gives -inf, not NaN)."""
+    m = x.max(axis=-1, keepdims=True, initial=-np.inf)
+    shifted = x - np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
+    with np.errstate(divide="ignore"):
+        return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+class CrossEntropy(Function):
+    """Cross entropy of logits x (*, C) against class ids t (*), with label smoothing eps.
+
+    p = softmax(x);  loss_i = (1 - eps) * (-log p_i[t_i]) + eps * mean_c(-log p_i[c])
+    dx_i = g_i * (p_i - (1 - eps) * onehot(t_i) - eps / C)
+
+    Rows whose target equals `ignore_index` give loss 0 and no gradient. reduction="mean"
+    divides by the number of rows not ignored; when every row is ignored the mean is 0.0
+    (PyTorch returns nan there) and the gradient is zero.
+    """
+
+    @staticmethod
+    def forward(ctx, x, target, *, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        C = x.shape[-1]
+        logp = _log_softmax(x.reshape(-1, C))  # (N, C)
+        t = target.reshape(-1)
+        keep = t != ignore_index
+        safe_t = np.where(keep, t, 0)  # any valid column; ignored rows are zeroed below
+        rows = np.arange(t.size)
+        loss = -logp[rows, safe_t]
+        eps = label_smoothing
+        if eps:
+            loss = (1 - eps) * loss - eps * logp.mean(axis=-1)
+        loss = np.where(keep, loss, 0).astype(x.dtype, copy=False)
+        ctx.save_for_backward(logp, safe_t, keep)
+        ctx.reduction, ctx.eps, ctx.shape = reduction, eps, x.shape
+        ctx.count = int(keep.sum())
+        if reduction == "none":
+            return loss.reshape(target.shape)
+        if reduction == "sum":
+            return loss.sum()
+        return loss.sum() / x.dtype.type(max(ctx.count, 1))  # all ignored: 0.0, not nan
+
+    @staticmethod
+    def backward(ctx, g):
+        logp, safe_t, keep = ctx.saved
+        if ctx.reduction == "none":
+            gi = g.reshape(-1, 1)
+        elif ctx.reduction == "sum":
+            gi = g
+        else:
+            gi = g / max(ctx.count, 1)
+        dx = np.exp(logp)
+        dx[np.arange(safe_t.size), safe_t] -= 1 - ctx.eps
+        if ctx.eps:
+            dx -= ctx.eps / logp.shape[-1]
+        dx *= keep[:, None] * gi
+        return dx.reshape(ctx.shape), None
 
 
 def _check_targets(fn: str, logits: Tensor, target: Any, ignore_index: int) -> np.ndarray:
@@ -74,7 +133,7 @@ def cross_entropy(input: Tensor, target: Any, weight: Tensor | None = None, size
                   ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
     """Softmax cross entropy of the logits `input` against class ids, fused (see
-    kernels.CrossEntropy), or against class probabilities. PyTorch's arguments, in its order.
+    CrossEntropy), or against class probabilities. PyTorch's arguments, in its order.
 
     The classes are on dim 1, as in PyTorch: logits (N, C) or (N, C, d1, ..., dk) with class
     ids (N) or (N, d1, ..., dk), and (C,) with a 0-d target. A language model's logits
@@ -115,9 +174,9 @@ def cross_entropy(input: Tensor, target: Any, weight: Tensor | None = None, size
         x, t_kept = logits.reshape(-1, logits.shape[-1])[keep.reshape(-1)], t[keep]  # (K, C), (K,)
     if weight is not None:
         w = _class_weight("cross_entropy", weight, logits)
-        logp = LogSoftmax.apply(x.reshape(-1, x.shape[-1]), dim=-1)  # (K, C)
+        logp = LogSoftmaxOp.apply(x.reshape(-1, x.shape[-1]), dim=-1)  # (K, C)
         return _weighted_nll(logp, t_kept.reshape(-1), keep, w, reduction, float(label_smoothing))
-    loss = kernels.CrossEntropy.apply(
+    loss = CrossEntropy.apply(
         x, Tensor._make(t_kept, None), ignore_index=ignore_index, reduction=reduction,
         label_smoothing=float(label_smoothing),
     )
@@ -133,7 +192,7 @@ def _soft_cross_entropy(logits: Tensor, q: Tensor, weight: Any, reduction: str, 
     C = logits.shape[-1]
     if smoothing:
         q = q * (1 - smoothing) + smoothing / C
-    logp = LogSoftmax.apply(logits, dim=-1)
+    logp = LogSoftmaxOp.apply(logits, dim=-1)
     terms = logp * q if weight is None else logp * q * _class_weight("cross_entropy", weight, logits)
     loss = -terms.sum(-1)
     if reduction == "none":

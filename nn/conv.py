@@ -1,6 +1,6 @@
 """Convolutions, as in PyTorch: `F.conv1d`, `F.conv2d` and the layers `Conv1d`, `Conv2d`.
 
-Both are the one 2-D kernel (`conv_kernels.Conv2d`: im2col and a matrix product); a 1-D
+Both are the one 2-D kernel (`conv_kernels.Conv2dOp`: im2col and a matrix product); a 1-D
 convolution is the 2-D one on inputs of height 1. Layouts are PyTorch's: NCL and NCHW inputs,
 weights (out_channels, in_channels / groups, *kernel_size).
 """
@@ -16,7 +16,7 @@ from minigrad import Tensor
 
 from . import init
 from ._checks import _need_tensor, _where
-from .conv_kernels import Conv2d as _Conv2dKernel
+from .conv_kernels import Conv2dOp
 from .module import Module, Parameter
 from .padding import pad as _pad
 
@@ -115,7 +115,7 @@ def _conv(fn: str, n: int, x: Tensor, weight: Tensor, bias: Tensor | None, strid
         x, weight = x.unsqueeze(2), weight.unsqueeze(2)
         stride, dilation, pads = (1,) + stride, (1,) + dilation, (0, 0) + pads
     args = (x, weight) if bias is None else (x, weight, bias)
-    y = _Conv2dKernel.apply(*args, stride=stride, padding=pads, dilation=dilation, groups=groups)
+    y = Conv2dOp.apply(*args, stride=stride, padding=pads, dilation=dilation, groups=groups)
     if n == 1:
         y = y.squeeze(2)
     return y.squeeze(0) if unbatched else y

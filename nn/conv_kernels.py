@@ -100,7 +100,7 @@ def input_grad(weight: np.ndarray, g2: np.ndarray, shape, stride, dilation, out)
 # ----------------------------------------------------------------------------- convolution
 
 
-class Conv2d(Function):
+class Conv2dOp(Function):
     """2-D cross-correlation (PyTorch's "convolution"), x (N, C, H, W), W (O, C/G, kH, kW):
 
         y[n, o, p, q] = b[o] + sum_{c, i, j} W[o, c, i, j] * xp[n, c0(o) + c, p*s + i*d, q*s + j*d]
@@ -212,7 +212,7 @@ def max_pool2d_indices(x, arg, kernel, stride, padding, dilation) -> np.ndarray:
     return h * x.shape[3] + w
 
 
-class MaxPool2d(Function):
+class MaxPool2dOp(Function):
     """y[n, c, p, q] = max over the window (i, j) of xp[n, c, p*s + i*d, q*s + j*d]   (xp: x padded
     with -inf)
 
@@ -249,7 +249,7 @@ def _avg_divisor(n, k, stride, pad, out, count_include_pad):
     return np.minimum(end, n) - np.maximum(start, 0)
 
 
-class AvgPool2d(Function):
+class AvgPool2dOp(Function):
     """y[n, c, p, q] = (sum over the window (i, j) of xp[n, c, p*s + i, q*s + j]) / D[p, q]
     (xp: x zero-padded; D = divisor_override, or the window's size counting the padding or not)
 

@@ -1,12 +1,37 @@
-"""Dropout, as torch.nn's dropout.py: `dropout` (inverted dropout) and the module Dropout."""
+"""Dropout, as torch.nn's dropout.py: its kernel DropoutOp (a random mask kept for backward),
+`dropout` (inverted dropout) and the module Dropout."""
 
 from __future__ import annotations
 
-from minigrad import Tensor
+import numpy as np
 
-from . import kernels
+from minigrad import Tensor
+from minigrad.autograd import Function
+from minigrad.random import generator
+
 from ._checks import _need_tensor
 from .module import Module
+
+
+class DropoutOp(Function):
+    """Inverted dropout: y = x * m / (1 - p), m_i ~ Bernoulli(1 - p)     dx = g * m / (1 - p)
+
+    The mask comes from the global generator (see `minigrad.manual_seed`) and is kept for
+    backward. Scaling by 1 / (1 - p) at training time keeps E[y] = x, so evaluation needs
+    no rescaling.
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, p=0.5):
+        keep = generator().random(x.shape, dtype=np.float32) >= p
+        scaled = keep * x.dtype.type(1.0 / (1.0 - p))  # m / (1 - p), in x's dtype
+        ctx.save_for_backward(scaled)
+        return x * scaled
+
+    @staticmethod
+    def backward(ctx, g):
+        (scaled,) = ctx.saved
+        return g * scaled
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
@@ -17,7 +42,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     _need_tensor("dropout", "the input", input)
     if not training or p == 0.0:
         return input
-    return kernels.Dropout.apply(input, p=p)
+    return DropoutOp.apply(input, p=p)
 
 
 class Dropout(Module):

@@ -1,5 +1,6 @@
-"""Linear layers, as torch.nn's linear.py: `linear` (the functional form: y = x W^T + b,
-fused) and the modules Linear and Identity."""
+"""Linear layers, as torch.nn's linear.py: its fused kernel LinearOp (y = x W^T + b as one
+matrix product, forward and backward side by side), the functional form `linear` and the modules
+Linear and Identity."""
 
 from __future__ import annotations
 
@@ -9,14 +10,48 @@ from typing import Any
 import numpy as np
 
 from minigrad import Tensor
+from minigrad.autograd import Function
+from minigrad.runtime import parallel
 
-from . import init, kernels
+from . import init
 from ._checks import _CONVERT, _need_tensor, _where
+from ._pieces import col_sums
 from .module import Module, Parameter
 
 
 def _empty(*shape: int) -> Parameter:
     return Parameter(np.zeros(shape, dtype=np.float32))
+
+
+class LinearOp(Function):
+    """Affine map y = x W^T + b, x (*, in), W (out, in), b (out)
+
+    dx = g W,   dW = sum over rows of g^T x,   db = sum over rows of g
+    The leading axes (*) are flattened into one axis of rows first, so each product is a
+    single (rows, in) x (in, out) matrix product rather than one per batch element, and
+    the bias gradient is one sum instead of the engine undoing a broadcast.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias=None):
+        x2 = x.reshape(-1, x.shape[-1])  # (rows, in)
+        y = parallel.matmul(x2, weight.T)  # (rows, out); x2 @ weight.T, over the threads
+        if bias is not None:
+            y += bias
+        ctx.save_for_backward(x2, weight)
+        ctx.in_shape = x.shape
+        return y.reshape(*x.shape[:-1], weight.shape[0])
+
+    @staticmethod
+    def backward(ctx, g):
+        x2, weight = ctx.saved
+        g2 = g.reshape(-1, weight.shape[0])  # (rows, out)
+        needs = ctx.needs_input_grad
+        dx = parallel.matmul(g2, weight).reshape(ctx.in_shape) if needs[0] else None
+        dw = parallel.matmul(g2.T, x2) if needs[1] else None
+        if len(needs) == 2:
+            return dx, dw
+        return dx, dw, (col_sums(g2) if needs[2] else None)
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -47,8 +82,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"linear: input of dtype {input.dtype} and weight of dtype {weight.dtype} differ{_where()}; "
             f"convert the input with {_CONVERT.get(weight.dtype.name, f'x.to({weight.dtype.name})')}"
         )
-    # Fused (one matrix product, see kernels.Linear); the same as `input @ weight.T + bias`.
-    return kernels.Linear.apply(input, weight) if bias is None else kernels.Linear.apply(input, weight, bias)
+    # Fused (one matrix product, see LinearOp); the same as `input @ weight.T + bias`.
+    return LinearOp.apply(input, weight) if bias is None else LinearOp.apply(input, weight, bias)
 
 
 class Linear(Module):

@@ -16,7 +16,7 @@ import numpy as np
 
 from minigrad import Tensor, where
 from minigrad.autograd import Function
-from minigrad.ops.pointwise import Sigmoid
+from minigrad.ops.pointwise import SigmoidOp
 from minigrad.ops.promotion import promote
 
 from ._checks import _check_reduction, _need_tensor
@@ -198,7 +198,7 @@ def _sigmoid_logits(p: Tensor) -> Tensor | None:
     """The logits x when p is the output of a sigmoid recorded in the graph (and nothing watches
     p's own gradient: no hook, no retain_grad), else None."""
     node = p._node
-    if type(node) is not Sigmoid or node.saved is None or node.out_hooks or node.retained is not None:
+    if type(node) is not SigmoidOp or node.saved is None or node.out_hooks or node.retained is not None:
         return None
     return node.inputs[0]
 

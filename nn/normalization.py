@@ -1,9 +1,10 @@
-"""Group normalization (Wu and He, 2018), as `torch.nn.functional.group_norm` and
-`torch.nn.GroupNorm`: the channels are split into groups, and each sample's group is
-normalized over its channels and positions together.
+"""Normalization over features, as torch.nn's normalization.py: group norm (Wu and He, 2018)
+and layer norm, each its functional form and its module (GroupNorm, LayerNorm).
 
-A composition of Tensor ops (mean and biased variance over the group), so its gradient is
-the chain rule through them.
+group_norm splits the channels into groups and normalizes each sample's group over its channels
+and positions together: a composition of Tensor ops (mean and biased variance over the group),
+so its gradient is the chain rule through them. layer_norm is one fused kernel, LayerNormOp
+(forward and backward side by side, its rows a block at a time: nn/_pieces.py).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from typing import Sequence
 import numpy as np
 
 from minigrad import Tensor
-from minigrad.ops.reduce import accumulation_dtype
+from minigrad.autograd import Function
+from minigrad.ops.reduce import accumulation_dtype, narrowed, widened
 
-from . import kernels
 from ._checks import _need_nc_input, _need_tensor, _where
+from ._pieces import col_sums, exact_row_means, row_blocks, row_means
 from .module import Module, Parameter
 
 
@@ -104,9 +106,121 @@ class GroupNorm(Module):
                 f"bias={self.bias is not None}")
 
 
+class LayerNormOp(Function):
+    """Normalize over the last `ndim` axes, then scale and shift.
+
+    mu, var = mean and (biased) variance over those axes;  sigma = sqrt(var + eps)
+    x_hat = (x - mu) / sigma;   y = x_hat * w + b
+    dx = (1 / sigma) * (gx_hat - mean(gx_hat) - x_hat * mean(gx_hat * x_hat)),  gx_hat = g * w
+    dw = sum over the leading axes of g * x_hat;   db = sum over the leading axes of g
+
+    Inputs are x, then weight and bias when given (pass a weight to pass a bias). A constant
+    row has x - mu = 0 exactly (`exact_row_means`), so x_hat = 0, y = b, dw = 0 and, for a
+    constant g * w, dx = 0 exactly; sigma = sqrt(eps): finite, never NaN. float16 is computed
+    in float32 and rounded once (`accumulation_dtype`), as in PyTorch. Large inputs are done a
+    block of rows at a time, each block's passes in cache (see PIECE).
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight=None, bias=None, *, ndim=1, eps=1e-5):
+        # Work on a (rows, features) view: every reduction is then along one contiguous axis.
+        features = math.prod(x.shape[x.ndim - ndim:])
+        x2 = widened(x.reshape(-1, features))
+        out_dtype = np.result_type(x, *(p for p in (weight, bias) if p is not None))
+        x_hat, rstd = np.empty(x2.shape, x2.dtype), np.empty((x2.shape[0], 1), x2.dtype)
+        y = np.empty(x2.shape, accumulation_dtype(out_dtype))
+        w = None if weight is None else widened(weight.reshape(-1))
+        b = None if bias is None else widened(bias.reshape(-1))
+        for r in row_blocks(x2):
+            into = y[r] if y.dtype == x2.dtype else None  # y itself, when it has the working dtype
+            _normalize_rows(x2[r], x2.dtype.type(eps), x_hat[r], rstd[r], into)
+            if w is None:
+                y[r] = x_hat[r]
+            else:
+                np.multiply(x_hat[r], w, out=y[r])
+            if b is not None:
+                y[r] += b
+        ctx.save_for_backward(x_hat, rstd, weight)
+        ctx.shape, ctx.dtype = x.shape, x.dtype
+        return narrowed(y, out_dtype).reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        x_hat, rstd, weight = ctx.saved
+        g2 = widened(g.reshape(x_hat.shape))  # (rows, features)
+        needs = ctx.needs_input_grad
+        dw = db = dx = None
+        if weight is not None and needs[1]:
+            dw = narrowed(np.einsum("ij,ij->j", g2, x_hat), weight.dtype).reshape(weight.shape)
+        if len(needs) > 2 and needs[2]:
+            db = narrowed(col_sums(g2), g.dtype).reshape(weight.shape)
+        if needs[0]:
+            dx = np.empty(x_hat.shape, np.result_type(g2, x_hat))
+            w = None if weight is None else widened(weight.reshape(-1))
+            for r in row_blocks(x_hat):
+                _normalize_rows_grad(g2[r], w, x_hat[r], rstd[r], dx[r])
+            dx = narrowed(dx, np.result_type(g, ctx.dtype)).reshape(ctx.shape)
+        return (dx, dw, db)[: len(needs)]
+
+
+def _normalize_rows(x: np.ndarray, eps, x_hat: np.ndarray, rstd: np.ndarray,
+                    scratch: np.ndarray | None) -> None:
+    """x_hat = (x - mu) / sqrt(var + eps) and rstd = 1 / sqrt(var + eps) of rows x, in place;
+    scratch, when given, is an array of x's shape and dtype to square into (the caller's output
+    block: no allocation).
+
+    (x - mu)^2 overflows for |x| past about sqrt(max) (1.8e19 in float32): var would be inf and
+    x_hat 0. Checked on the (rows, 1) variances, not assumed: such rows are redone scaled
+    (`_normalize_rows_scaled`), which costs ordinary rows nothing."""
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught just below
+        np.subtract(x, exact_row_means(x), out=x_hat)  # x - mu
+        var = row_means(np.square(x_hat, out=scratch))
+    big = ~np.isfinite(var[:, 0])
+    var += eps
+    np.sqrt(var, out=rstd)
+    np.divide(1, rstd, out=rstd)
+    x_hat *= rstd
+    if big.any():
+        x_hat[big], rstd[big] = _normalize_rows_scaled(x[big], eps)
+
+
+def _normalize_rows_scaled(x: np.ndarray, eps) -> tuple[np.ndarray, np.ndarray]:
+    """(x_hat, rstd) of rows x, computed on x / c with c = max |x| per row, so no square can
+    overflow: with x = c x', var = c^2 var', and
+        x_hat = (x' - mu') / sqrt(var' + eps / c^2),   rstd = 1 / (c sqrt(var' + eps / c^2)).
+    eps / c^2 is taken as (sqrt(eps) / c)^2 (c^2 itself may overflow). Inf or NaN in a row stay
+    NaN, as in the plain path."""
+    c = np.max(np.abs(x), axis=1, keepdims=True)
+    c[~np.isfinite(c) | (c == 0)] = 1
+    xs = x / c
+    d = xs - exact_row_means(xs)  # |d| <= 2
+    denom = row_means(d * d) + np.square(np.sqrt(eps) / c)
+    flat = denom == 0  # a constant row so large that eps / c^2 underflowed: x_hat = 0
+    denom[flat] = 1
+    rstd_s = 1 / np.sqrt(denom)  # c * rstd
+    rstd = rstd_s / c
+    rstd[flat] = 1 / np.sqrt(eps)
+    return d * rstd_s, rstd
+
+
+def _normalize_rows_grad(g: np.ndarray, w: np.ndarray | None, x_hat: np.ndarray, rstd: np.ndarray,
+                         dx: np.ndarray) -> None:
+    """dx = rstd * (gx - mean(gx) - x_hat * mean(gx * x_hat)), gx = g * w, in place; mean(gx)
+    exact for a constant gx (`exact_row_means`), so a constant row (x_hat = 0) with a
+    constant gx gets exactly 0."""
+    gx = g if w is None else g * w
+    mean_gx = exact_row_means(gx)
+    np.multiply(gx, x_hat, out=dx)
+    mean_gx_xhat = row_means(dx)
+    np.multiply(x_hat, mean_gx_xhat, out=dx)
+    np.subtract(gx, dx, out=dx)
+    dx -= mean_gx
+    dx *= rstd
+
+
 def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
-    """Normalize over the last dimensions `normalized_shape` (see kernels.LayerNorm).
+    """Normalize over the last dimensions `normalized_shape` (see LayerNormOp).
 
     Shape:
         input: (*, *normalized_shape); weight, bias: normalized_shape; output: like input.
@@ -127,7 +241,7 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Ten
         params.append(weight if weight is not None else Tensor(np.ones(shape, dtype=input.dtype)))
     if bias is not None:
         params.append(bias)
-    return kernels.LayerNorm.apply(input, *params, ndim=len(shape), eps=eps)
+    return LayerNormOp.apply(input, *params, ndim=len(shape), eps=eps)
 
 
 class LayerNorm(Module):

@@ -13,9 +13,7 @@ from minigrad import Tensor
 
 from ._checks import _need_tensor, _where
 from .conv import _tuple
-from .conv_kernels import AvgPool2d as _AvgPool2dKernel
-from .conv_kernels import MaxPool2d as _MaxPool2dKernel
-from .conv_kernels import max_pool2d_indices, max_pool2d_scan, pool_out_size
+from .conv_kernels import AvgPool2dOp, MaxPool2dOp, max_pool2d_indices, max_pool2d_scan, pool_out_size
 from .module import Module
 
 
@@ -66,7 +64,7 @@ def _max_pool(fn: str, n: int, x: Tensor, kernel_size: Any, stride: Any, padding
               ceil_mode: bool, return_indices: bool) -> Any:
     x4, unbatched, kernel, stride, padding, dilation = _pool_args(
         fn, x, n, kernel_size, stride, padding, dilation, ceil_mode)
-    y = _MaxPool2dKernel.apply(x4, kernel_size=kernel, stride=stride, padding=padding, dilation=dilation,
+    y = MaxPool2dOp.apply(x4, kernel_size=kernel, stride=stride, padding=padding, dilation=dilation,
                                ceil_mode=ceil_mode)
     y = _unpool_shape(y, n, unbatched)
     if not return_indices:
@@ -113,7 +111,7 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         raise ValueError(f"avg_pool2d: divisor_override must be a non-zero int, not {divisor_override!r}")
     x4, unbatched, kernel, stride, padding, _ = _pool_args(
         "avg_pool2d", input, 2, kernel_size, stride, padding, 1, ceil_mode)
-    y = _AvgPool2dKernel.apply(x4, kernel_size=kernel, stride=stride, padding=padding, ceil_mode=ceil_mode,
+    y = AvgPool2dOp.apply(x4, kernel_size=kernel, stride=stride, padding=padding, ceil_mode=ceil_mode,
                                count_include_pad=count_include_pad, divisor_override=divisor_override)
     return _unpool_shape(y, 2, unbatched)
 

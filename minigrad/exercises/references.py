@@ -9,16 +9,18 @@ import numpy as np
 
 from minigrad.autograd import Function
 from minigrad.nn.attention.one_block import Attention
-from minigrad.nn.kernels import CrossEntropy, LayerNorm, Linear
+from minigrad.nn.classification import CrossEntropy
+from minigrad.nn.linear import LinearOp
+from minigrad.nn.normalization import LayerNormOp
 from minigrad.ops.arithmetic import Div, Mul
 from minigrad.ops.linalg import MatMul
-from minigrad.ops.reduce import Max, Mean, Softmax, Sum
+from minigrad.ops.reduce import Max, Mean, SoftmaxOp, Sum
 from minigrad.tensor import Tensor
 
 
 def softmax(x: Tensor) -> Tensor:
-    """softmax over the last axis (minigrad.ops.reduce.Softmax)."""
-    return Softmax.apply(x, dim=-1)
+    """softmax over the last axis (minigrad.ops.reduce.SoftmaxOp)."""
+    return SoftmaxOp.apply(x, dim=-1)
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: np.ndarray | Tensor | None = None,
@@ -39,8 +41,8 @@ def div(a: Tensor, b: Tensor) -> Tensor:
 
 
 def layer_norm(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
-    """Layer norm over the last axis, eps 1e-5 (minigrad.nn.kernels.LayerNorm)."""
-    return LayerNorm.apply(x, w, b, ndim=1, eps=1e-5)
+    """Layer norm over the last axis, eps 1e-5 (minigrad.nn.normalization.LayerNormOp)."""
+    return LayerNormOp.apply(x, w, b, ndim=1, eps=1e-5)
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
@@ -60,13 +62,13 @@ def reduce_max(x: Tensor, dim: int, keepdim: bool = False) -> Tensor:
 
 
 def cross_entropy(x: Tensor, t: Tensor) -> Tensor:
-    """Mean cross entropy of logits (N, C) against classes (N,) (minigrad.nn.kernels)."""
+    """Mean cross entropy of logits (N, C) against classes (N,) (minigrad.nn.classification.CrossEntropy)."""
     return CrossEntropy.apply(x, t)
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """x W^T + b (minigrad.nn.kernels.Linear)."""
-    return Linear.apply(x, weight) if bias is None else Linear.apply(x, weight, bias)
+    """x W^T + b (minigrad.nn.linear.LinearOp)."""
+    return LinearOp.apply(x, weight) if bias is None else LinearOp.apply(x, weight, bias)
 
 
 def split_heads(x: Tensor, num_heads: int) -> Tensor:

@@ -177,7 +177,7 @@ def _output(student: Any, case: Case) -> np.ndarray:
     return got.data
 
 
-# minigrad's own convolution: the functional and the Module (nn.conv), and the kernel (nn.conv_kernels,
-# imported in nn.conv as _Conv2dKernel) with its dx (input_grad). Not im2col: the stub gives it.
+# minigrad's own convolution: the functional and the Module (nn.conv), and the kernel
+# (nn.conv_kernels.Conv2dOp) with its dx (input_grad). Not im2col: the stub gives it.
 TASK = Task("conv2d_backward", "2-D convolution: forward, and dx by col2im, dw and db summed", ("Conv2d",),
-            checks, library=("conv2d", "Conv2d", "_Conv2dKernel", "_conv", "input_grad"))
+            checks, library=("conv2d", "Conv2d", "Conv2dOp", "_conv", "input_grad"))

@@ -146,5 +146,5 @@ def train(sub: Any) -> Check:
 TASK = Task("cross_entropy", "log-softmax + NLL, fused, mean over the batch", ("CrossEntropy",),
             checks, train,
             library=("CrossEntropy", "cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss",
-                     "log_softmax", "LogSoftmax", "_log_softmax", "logsumexp", "LogSumExp", "softmax",
-                     "Softmax"))
+                     "log_softmax", "LogSoftmax", "LogSoftmaxOp", "_log_softmax", "logsumexp", "LogSumExp",
+                     "softmax", "Softmax", "SoftmaxOp"))

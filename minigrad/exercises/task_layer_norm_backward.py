@@ -83,8 +83,8 @@ def train(sub: Any) -> Check:
     return train_check({"layer_norm": layer_norm})
 
 
-# minigrad's own layer norm: the functional, the Module and the fused kernel (nn.kernels) with
-# the helpers that normalize its rows and give their gradient.
+# minigrad's own layer norm: the functional, the Module and the fused kernel
+# (nn.normalization.LayerNormOp) with the helpers that normalize its rows and give their gradient.
 TASK = Task("layer_norm_backward", "the three-term backward of layer norm", ("LayerNorm",), checks, train,
-            library=("layer_norm", "LayerNorm", "_normalize_rows", "_normalize_rows_scaled",
+            library=("layer_norm", "LayerNorm", "LayerNormOp", "_normalize_rows", "_normalize_rows_scaled",
                      "_normalize_rows_grad"))

@@ -104,4 +104,4 @@ def train(sub: Any) -> Check:
 
 
 TASK = Task("softmax_backward", "the softmax backward: dS = A * (dA - rowsum(dA * A))", ("Softmax",),
-            checks, train, library=("softmax", "Softmax", "log_softmax"))
+            checks, train, library=("softmax", "Softmax", "SoftmaxOp", "log_softmax"))

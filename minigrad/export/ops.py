@@ -18,8 +18,12 @@ import minigrad.nn.activation as activation
 import minigrad.nn.attention.one_block as one_block
 import minigrad.nn.attention.packed as packed
 import minigrad.nn.attention.tiled as tiled
-import minigrad.nn.kernels as kernels
+import minigrad.nn.classification as classification
+import minigrad.nn.dropout as dropout
+import minigrad.nn.linear as linear
 import minigrad.nn.losses as losses
+import minigrad.nn.normalization as normalization
+import minigrad.nn.sparse as sparse
 from minigrad.autograd import Function
 from minigrad.ops import table
 
@@ -131,12 +135,12 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     # an in-place op with no gradient (y.eq_(0)) on a tensor in a graph (minigrad/ops/table.py)
     table.Overwritten: lambda x, *, values: x * 0 + torch.as_tensor(values, device=x.device),
     # the nn kernels
-    kernels.Linear: TF.linear,
-    kernels.CrossEntropy: _cross_entropy,
-    kernels.LayerNorm: _layer_norm,
-    kernels.GELU: lambda x, *, approximate="none": TF.gelu(x, approximate=approximate),
-    kernels.Dropout: _dropout,
-    kernels.Embedding: _embedding,
+    linear.LinearOp: TF.linear,
+    classification.CrossEntropy: _cross_entropy,
+    normalization.LayerNormOp: _layer_norm,
+    activation.GELUOp: lambda x, *, approximate="none": TF.gelu(x, approximate=approximate),
+    dropout.DropoutOp: _dropout,
+    sparse.EmbeddingOp: _embedding,
     one_block.Attention: _attention,
     tiled.TiledAttention: _tiled_attention,
     packed.PackedAttention: _packed_attention,
@@ -148,7 +152,7 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
 }
 
 # Ops whose torch twin draws random numbers and must know whether the module is training.
-RANDOM_OPS: frozenset[type[Function]] = frozenset({kernels.Dropout, one_block.Attention,
+RANDOM_OPS: frozenset[type[Function]] = frozenset({dropout.DropoutOp, one_block.Attention,
                                                    packed.PackedAttention})
 
 # The twins of the core's ops live beside this file, one file per kind of op, named as the kind's

@@ -24,9 +24,9 @@ POINTWISE_TWINS: dict[type[Function], Callable[..., torch.Tensor]] = {
     pointwise.Log: torch.log,
     pointwise.Sqrt: torch.sqrt,
     pointwise.Abs: torch.abs,
-    pointwise.Tanh: torch.tanh,
-    pointwise.Sigmoid: torch.sigmoid,
-    pointwise.ReLU: torch.relu,
+    pointwise.TanhOp: torch.tanh,
+    pointwise.SigmoidOp: torch.sigmoid,
+    pointwise.ReLUOp: torch.relu,
     pointwise.Maximum: torch.maximum,  # a tie splits the gradient in halves in both
     pointwise.Minimum: torch.minimum,
     pointwise.Clip: _clamp,

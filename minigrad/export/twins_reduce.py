@@ -52,6 +52,6 @@ REDUCE_TWINS: dict[type[Function], Callable[..., torch.Tensor]] = {
     reduce.Var: _reduce(torch.var),
     reduce.Std: _reduce(torch.std),  # gradient 0 on a constant slice in both
     reduce.LogSumExp: _reduce(torch.logsumexp),
-    reduce.Softmax: _softmax,
-    reduce.LogSoftmax: lambda x, *, dim=-1: torch.log_softmax(x, dim),
+    reduce.SoftmaxOp: _softmax,
+    reduce.LogSoftmaxOp: lambda x, *, dim=-1: torch.log_softmax(x, dim),
 }

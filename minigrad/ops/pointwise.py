@@ -107,7 +107,7 @@ def abs(self) -> Tensor:
     return Abs.apply(self)
 
 
-class Tanh(Function):
+class TanhOp(Function):
     """z = tanh(x)       dx = g * (1 - z**2)"""
 
     @staticmethod
@@ -124,10 +124,10 @@ class Tanh(Function):
 
 @op(inplace=True, inplace_function=True)
 def tanh(self) -> Tensor:
-    return Tanh.apply(_floating(self))
+    return TanhOp.apply(_floating(self))
 
 
-class Sigmoid(Function):
+class SigmoidOp(Function):
     """z = 1 / (1 + exp(-x))     dx = g * z * (1 - z) = g * e / (1 + e)**2,   e = exp(-|x|)
 
     Written with e = exp(-|x|) <= 1 on both sides, z = 1 / (1 + e) for x >= 0 and e / (1 + e)
@@ -151,10 +151,10 @@ class Sigmoid(Function):
 
 @op(inplace=True, inplace_function=True)
 def sigmoid(self) -> Tensor:
-    return Sigmoid.apply(_floating(self))
+    return SigmoidOp.apply(_floating(self))
 
 
-class ReLU(Function):
+class ReLUOp(Function):
     """z = max(x, 0)     dx = g * (x > 0)"""
 
     @staticmethod
@@ -171,7 +171,7 @@ class ReLU(Function):
 
 @op(inplace=True, inplace_function=True)
 def relu(self) -> Tensor:
-    return ReLU.apply(self)
+    return ReLUOp.apply(self)
 
 
 class Maximum(Function):

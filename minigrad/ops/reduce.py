@@ -398,7 +398,7 @@ def _finite_max(x: np.ndarray, axes) -> np.ndarray:
     return np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
 
 
-class Softmax(Function):
+class SoftmaxOp(Function):
     """z_i = exp(x_i) / sum_j exp(x_j) along dim      dx = z * (g - sum_j g_j z_j)
 
     Stable for huge logits (subtracts the row max). A row that is all -inf (every entry
@@ -425,7 +425,7 @@ class Softmax(Function):
 
 @method
 def softmax(self, dim: int = -1) -> Tensor:
-    return Softmax.apply(self, dim=dim)
+    return SoftmaxOp.apply(self, dim=dim)
 
 
 @function(name="softmax")
@@ -433,7 +433,7 @@ def softmax_form(input: Any, dim: int) -> Tensor:
     return as_tensor(input).softmax(dim)
 
 
-class LogSoftmax(Function):
+class LogSoftmaxOp(Function):
     """y_i = x_i - logsumexp(x) along dim      dx = g - exp(y) * sum_j g_j"""
 
     @staticmethod
@@ -456,7 +456,7 @@ class LogSoftmax(Function):
 
 @method
 def log_softmax(self, dim: int = -1) -> Tensor:
-    return LogSoftmax.apply(self, dim=dim)
+    return LogSoftmaxOp.apply(self, dim=dim)
 
 
 @function(name="log_softmax")

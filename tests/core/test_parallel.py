@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import minigrad as mg
-from minigrad.nn import kernels
+from minigrad.nn import _pieces
 from minigrad.runtime import parallel
 
 EXTREMES = [0.0, -0.0, 1e-30, -1e-30, 20.0, -20.0, 1e3, -1e3, 1e19, -1e19, 3e38, -3e38,
@@ -141,9 +141,9 @@ def test_gelu_pieces_are_bit_identical_for_any_thread_count(spec):
     if extreme and x.size:
         x.reshape(-1)[rng.integers(0, x.size, max(1, x.size // 3))] = rng.choice(EXTREMES)
     g = rng.uniform(-2, 2, shape).astype(dtype)
-    saved = parallel.MIN_ELEMENTS, kernels.PIECE
+    saved = parallel.MIN_ELEMENTS, _pieces.PIECE
     try:
-        kernels.PIECE = 7  # many pieces even for small arrays
+        _pieces.PIECE = 7  # many pieces even for small arrays
         parallel.MIN_ELEMENTS = 0
         parallel.set_threads(1)
         with np.errstate(all="ignore"):
@@ -154,7 +154,7 @@ def test_gelu_pieces_are_bit_identical_for_any_thread_count(spec):
                 for a, b in zip(got, want):
                     assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
     finally:
-        parallel.MIN_ELEMENTS, kernels.PIECE = saved
+        parallel.MIN_ELEMENTS, _pieces.PIECE = saved
         parallel.set_threads(1)
 
 

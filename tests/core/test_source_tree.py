@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(minigrad.__file__)))
     pytest.param("minigrad.models", os.path.join("models", "__init__.py"), id="models"),
     pytest.param("minigrad.export", None, id="export-lives-in-minigrad"),
     pytest.param("minigrad.ops", None, id="a-core-subpackage"),
-    pytest.param("minigrad.nn.kernels", None, id="deeper-names-go-through-the-parent"),
+    pytest.param("minigrad.nn.linear", None, id="deeper-names-go-through-the-parent"),
     pytest.param("nn", None, id="not-under-minigrad"),
 ])
 def test_the_finder_maps_only_the_two_folders(name, found):

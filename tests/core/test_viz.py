@@ -129,7 +129,7 @@ def test_graph_names_params_and_clusters_and_grad_norms(tiny):
                   "head (Lin)", 'label="Tiny"'):
         assert label in src
     assert src.count("subgraph cluster_") == 1 + 2 * (1 + 1 + 4 + 1 + 2) + 1
-    for op in ("MatMul", "Softmax", "MaskedFill", "ReLU", "Pow", "Mean"):
+    for op in ("MatMul", "SoftmaxOp", "MaskedFill", "ReLUOp", "Pow", "Mean"):
         assert f'label="{op}"' in src
     assert "(2, 5, 8) float32" in src and "(2, 5, 3) float32" in src
 
@@ -281,7 +281,7 @@ def test_module_draws_only_that_module(tiny):
     model, loss = tiny
     dot = draw_graph(loss, model=model, module="blocks.0.attn")
     src = dot.source
-    assert "blocks.0.attn.k_proj.weight" in src and "Softmax" in src
+    assert "blocks.0.attn.k_proj.weight" in src and "SoftmaxOp" in src
     assert "blocks.1" not in src and "mlp" not in src and "Mean" not in src
     assert "style=dashed" in src  # the input coming into the module
     sub = draw_graph(loss, model=model, module="blocks.0", depth=1)
@@ -517,7 +517,7 @@ def test_expand_fused_draws_the_attention_pipeline_like_the_composed_path():
     mask = mg.tensor(np.tril(np.ones((3, 3), dtype=bool)))
     fused = F.scaled_dot_product_attention(q, k, v, mask=mask).sum()
     closed = draw_graph(fused).source
-    assert 'label="Attention"' in closed and "Softmax" not in closed
+    assert 'label="Attention"' in closed and "SoftmaxOp" not in closed
     opened = draw_graph(fused, expand_fused=True).source
     for step in ("MatMul q @ k^T", "Mul by 1/sqrt(d_k)", "MaskedFill -inf where not allowed",
                  "Softmax over keys", "MatMul weights @ v", "Attention (fused kernel, expanded)"):

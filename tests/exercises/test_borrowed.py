@@ -13,9 +13,9 @@ from minigrad.exercises import TASKS
 STUB = TASKS["softmax_backward"].stub()
 FILES = {
     # read from the file's text, before it runs (submission.written_here)
-    "re-export": ("softmax_backward", "from minigrad.ops.reduce import Softmax  # noqa: F401\n",
+    "re-export": ("softmax_backward", "from minigrad.ops.reduce import SoftmaxOp as Softmax  # noqa: F401\n",
                   "Softmax is imported (line 1), not written in your file"),
-    "subclass": ("softmax_backward", "from minigrad.ops import reduce\n\n\nclass Softmax(reduce.Softmax):\n"
+    "subclass": ("softmax_backward", "from minigrad.ops import reduce\n\n\nclass Softmax(reduce.SoftmaxOp):\n"
                  "    pass\n",
                  "class Softmax (line 4) does not define forward or backward: it would run another class's"),
     "borrowed-backward": ("reductions", "from minigrad import Function\nfrom minigrad.ops import reduce\n\n\n"
@@ -25,7 +25,7 @@ FILES = {
                           "class Sum (line 5) does not define forward or backward"),
     "library-module": ("linear_layer", "from minigrad.nn import Linear  # noqa: F401\n",
                        "Linear is imported (line 1), not written in your file"),
-    "assigned": ("softmax_backward", "import minigrad.ops.reduce as r\nSoftmax = r.Softmax\n",
+    "assigned": ("softmax_backward", "import minigrad.ops.reduce as r\nSoftmax = r.SoftmaxOp\n",
                  "Softmax is assigned (line 2), not defined by a def or class statement of your file"),
     "library-call": ("softmax_backward", STUB.replace("raise NotImplementedError",
                                                       "return g  # then: Tensor(s).softmax(-1)\n"
@@ -41,8 +41,8 @@ FILES = {
     # made when the file runs, out of sight of its text: the student's process finds it
     "made-at-run-time": ("softmax_backward", "import importlib\n"
                          "reduce = importlib.import_module('minigrad.ops.reduce')\n"
-                         "globals()['Softmax'] = getattr(reduce, 'Soft' + 'max')\n",
-                         "Softmax is minigrad.ops.reduce.Softmax, not a class your file defines"),
+                         "globals()['Softmax'] = getattr(reduce, 'Soft' + 'maxOp')\n",
+                         "Softmax is minigrad.ops.reduce.SoftmaxOp, not a class your file defines"),
 }
 
 

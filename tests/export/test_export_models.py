@@ -196,7 +196,7 @@ def test_dropout_follows_train_and_eval():
     gpt.eval()
     exported = to_torch(gpt, x)
     assert gpt.training is False  # the model's mode is left as it was
-    assert any(n.op.__name__ == "Dropout" for n in exported.program.nodes)
+    assert any(n.op.__name__ == "DropoutOp" for n in exported.program.nodes)
     exported.eval()
     with torch.no_grad():
         np.testing.assert_allclose(exported(torch.from_numpy(x)).numpy(), gpt(mg.tensor(x)).data, atol=1e-5)

@@ -23,10 +23,10 @@ import minigrad.models  # noqa: E402
 import minigrad.nn  # noqa: E402
 import minigrad.nn.attention.one_block as one_block  # noqa: E402
 import minigrad.nn.attention.tiled as tiled  # noqa: E402
-import minigrad.nn.kernels as kernels  # noqa: E402
 from minigrad import Tensor  # noqa: E402
 from minigrad.autograd import Function  # noqa: E402
 from minigrad.export import TORCH_OPS  # noqa: E402
+from minigrad.nn import activation, classification, dropout, linear, normalization, sparse  # noqa: E402
 from minigrad.ops import arithmetic, dtype, indexing, linalg, pointwise, reduce, shape  # noqa: E402
 from minigrad.testing import arrays, broadcastable_shapes, dims, distinct, shapes, well_conditioned  # noqa: E402
 
@@ -127,10 +127,10 @@ UNARY = [
     pytest.param(pointwise.Log, lambda s: well_conditioned(s, signed=False), id="Log"),
     pytest.param(pointwise.Sqrt, lambda s: well_conditioned(s, signed=False), id="Sqrt"),
     pytest.param(pointwise.Abs, lambda s: arrays(s, away_from_zero=1e-3), id="Abs"),
-    pytest.param(pointwise.Tanh, arrays, id="Tanh"),
-    pytest.param(pointwise.Sigmoid, arrays, id="Sigmoid"),
-    pytest.param(pointwise.ReLU, lambda s: arrays(s, away_from_zero=1e-3), id="ReLU"),
-    pytest.param(kernels.GELU, arrays, id="GELU"),
+    pytest.param(pointwise.TanhOp, arrays, id="Tanh"),
+    pytest.param(pointwise.SigmoidOp, arrays, id="Sigmoid"),
+    pytest.param(pointwise.ReLUOp, lambda s: arrays(s, away_from_zero=1e-3), id="ReLU"),
+    pytest.param(activation.GELUOp, arrays, id="GELU"),
 ]
 
 
@@ -139,7 +139,7 @@ UNARY = [
 @given(data=st.data())
 def test_unary_ops_as_torch(op, values, data):
     x = data.draw(values(shapes()))
-    options = {"approximate": data.draw(st.sampled_from(["none", "tanh"]))} if op is kernels.GELU else {}
+    options = {"approximate": data.draw(st.sampled_from(["none", "tanh"]))} if op is activation.GELUOp else {}
     check_against_torch(op, [x], options)
 
 
@@ -200,7 +200,7 @@ def test_reductions_over_dims_as_torch(op, values, data):
     check_against_torch(op, [x], options)
 
 
-@pytest.mark.parametrize("op", [reduce.Softmax, reduce.LogSoftmax])
+@pytest.mark.parametrize("op", [reduce.SoftmaxOp, reduce.LogSoftmaxOp])
 @fewer
 @given(data=st.data())
 def test_softmaxes_as_torch(op, data):
@@ -210,7 +210,7 @@ def test_softmaxes_as_torch(op, data):
 
 def test_fully_masked_softmax_row_gives_zeros_as_minigrad():
     x = np.array([[-np.inf, -np.inf], [1.0, 2.0]])
-    check_against_torch(reduce.Softmax, [x], {"dim": -1})
+    check_against_torch(reduce.SoftmaxOp, [x], {"dim": -1})
 
 
 @fewer
@@ -273,18 +273,18 @@ def test_nn_kernels_as_torch(data):
     n_in, n_out = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
     x = data.draw(arrays(lead + (n_in,)))
     w, b = data.draw(arrays((n_out, n_in))), data.draw(arrays((n_out,)))
-    check_against_torch(kernels.Linear, [x, w, b])
-    check_against_torch(kernels.Linear, [x, w])
+    check_against_torch(linear.LinearOp, [x, w, b])
+    check_against_torch(linear.LinearOp, [x, w])
     ndim = data.draw(st.integers(1, x.ndim))
     norm = x.shape[x.ndim - ndim:]
     eps = data.draw(st.sampled_from([1e-5, 1e-3]))
-    check_against_torch(kernels.LayerNorm, [x], {"ndim": ndim, "eps": eps})
-    check_against_torch(kernels.LayerNorm, [x, data.draw(arrays(norm)), data.draw(arrays(norm))],
+    check_against_torch(normalization.LayerNormOp, [x], {"ndim": ndim, "eps": eps})
+    check_against_torch(normalization.LayerNormOp, [x, data.draw(arrays(norm)), data.draw(arrays(norm))],
                         {"ndim": ndim, "eps": eps})
     idx = data.draw(hnp.arrays(np.int64, lead, elements=st.integers(0, 4)))
-    check_against_torch(kernels.Embedding, [idx, data.draw(arrays((5, n_in)))],
+    check_against_torch(sparse.EmbeddingOp, [idx, data.draw(arrays((5, n_in)))],
                         {"padding_idx": data.draw(st.sampled_from([None, 0, 3]))})
-    check_against_torch(kernels.Dropout, [x], {"p": 0.0})
+    check_against_torch(dropout.DropoutOp, [x], {"p": 0.0})
 
 
 @fewer
@@ -296,7 +296,7 @@ def test_cross_entropy_as_torch(data):
     t = data.draw(hnp.arrays(np.int64, lead, elements=st.sampled_from(list(range(C)) + [-100])))
     options = {"reduction": data.draw(st.sampled_from(["mean", "sum", "none"])),
                "label_smoothing": data.draw(st.sampled_from([0.0, 0.1]))}
-    check_against_torch(kernels.CrossEntropy, [x, t], options)
+    check_against_torch(classification.CrossEntropy, [x, t], options)
 
 
 @fewer

@@ -89,7 +89,7 @@ def test_graph_depth_1_shows_the_blocks_depth_3_the_ops(tmp_path, capsys):
 
     assert run(["graph", "gpt", "--depth", "3", "--out", str(tmp_path / "g3.svg")], capsys)[0] == 0
     deep = svg_texts(tmp_path / "g3.svg")
-    assert {"PackedAttention", "Linear", "LayerNorm", "blocks.0.attn (MultiheadAttention)"} <= set(deep)
+    assert {"PackedAttention", "LinearOp", "LayerNormOp", "blocks.0.attn (MultiheadAttention)"} <= set(deep)
     assert any(t.startswith("|grad| = ") for t in deep)  # drawn after backward
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import minigrad as mg
 import minigrad.nn.functional as F
 from minigrad import Tensor, gradcheck
-from minigrad.ops.reduce import LogSoftmax, Softmax
+from minigrad.ops.reduce import LogSoftmaxOp, SoftmaxOp
 from minigrad.testing import arrays, shapes, well_conditioned
 
 # ----------------------------------------------------------------------------- values and gradients
@@ -58,8 +58,8 @@ def test_activations(fn, ref, domain, data):
 
 def test_softmax_and_log_softmax_are_the_core_kernels():
     x = Tensor(np.zeros((2, 3)), requires_grad=True)
-    assert isinstance(F.softmax(x).grad_fn, Softmax)
-    assert isinstance(F.log_softmax(x, dim=0).grad_fn, LogSoftmax)
+    assert isinstance(F.softmax(x).grad_fn, SoftmaxOp)
+    assert isinstance(F.log_softmax(x, dim=0).grad_fn, LogSoftmaxOp)
 
 
 def _classes_on_dim_1(a):

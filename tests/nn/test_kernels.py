@@ -18,7 +18,10 @@ from hypothesis.extra import numpy as hnp
 import minigrad as mg
 import minigrad.nn.functional as F
 from minigrad import Tensor, gradcheck
-from minigrad.nn import kernels
+from minigrad.nn import _pieces
+from minigrad.nn.classification import CrossEntropy
+from minigrad.nn.linear import LinearOp
+from minigrad.nn.sparse import scatter_add_rows, scatter_add_rows_reference
 from minigrad.ops.erf import erf
 from minigrad.testing import arrays, shapes
 
@@ -207,7 +210,7 @@ def test_cross_entropy_backward_twice_with_retain_graph(smoothing):
 
 def test_cross_entropy_is_one_node():
     x = Tensor(np.zeros((2, 3)), requires_grad=True)
-    assert isinstance(F.cross_entropy(x, np.array([0, 1])).grad_fn, kernels.CrossEntropy)
+    assert isinstance(F.cross_entropy(x, np.array([0, 1])).grad_fn, CrossEntropy)
 
 
 # ----------------------------------------------------------------------------- layer norm
@@ -320,7 +323,7 @@ def test_layer_norm_normalizes():
 def test_blas_row_and_column_reductions_match_numpy(shape, dtype, seed):
     """The matrix-vector sums that layer norm and the linear bias use, empty sides included."""
     a = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
-    cols, rows = kernels._col_sums(a), kernels._row_means(a)
+    cols, rows = _pieces.col_sums(a), _pieces.row_means(a)
     assert cols.dtype == rows.dtype == dtype and cols.shape == (shape[1],) and rows.shape == (shape[0], 1)
     np.testing.assert_allclose(cols, a.sum(axis=0), rtol=1e-5, atol=1e-5)
     if shape[1]:
@@ -369,7 +372,7 @@ def test_gelu_tanh_matches_twin(x):
 def test_gelu_tanh_in_pieces_matches_twin(x):
     """Arrays larger than a piece (here 3 elements) go through GELU piece by piece."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(kernels, "PIECE", 3)
+        patch.setattr(_pieces, "PIECE", 3)
         assert_same(lambda a: F.gelu(a, approximate="tanh"), gelu_tanh_twin, [x])
 
 
@@ -382,7 +385,7 @@ def test_gelu_of_a_0d_tensor_stays_0d(approximate):
 
 
 def test_gelu_tanh_of_a_non_contiguous_view_in_pieces():
-    x = np.random.default_rng(1).standard_normal((3, 2 * kernels.PIECE // 3 + 7))
+    x = np.random.default_rng(1).standard_normal((3, 2 * _pieces.PIECE // 3 + 7))
     assert_same(lambda a: F.gelu(a.transpose(0, 1), approximate="tanh"),
                 lambda a: gelu_tanh_twin(a.transpose(0, 1)), [x])
 
@@ -482,8 +485,8 @@ def test_scatter_add_rows_without_repeats_copies(ids):
     """The copy paths (no repeated id) give what np.add.at gives."""
     ids = np.array(ids, dtype=np.int64)
     rows = np.random.default_rng(len(ids)).standard_normal((ids.size, 4)).astype(np.float32)
-    fast = kernels.scatter_add_rows(ids, rows, 7)
-    np.testing.assert_array_equal(fast, kernels.scatter_add_rows_reference(ids, rows, 7))
+    fast = scatter_add_rows(ids, rows, 7)
+    np.testing.assert_array_equal(fast, scatter_add_rows_reference(ids, rows, 7))
 
 
 @given(
@@ -492,10 +495,10 @@ def test_scatter_add_rows_without_repeats_copies(ids):
 )
 def test_fast_scatter_add_rows_matches_reference(ids, seed):
     rows = np.random.default_rng(seed).standard_normal((ids.size, 3)).astype(np.float32)
-    fast = kernels.scatter_add_rows(ids, rows, 7)
+    fast = scatter_add_rows(ids, rows, 7)
     # The two sum a row's up to 40 terms in different orders: float32 rounding of up to about
     # 40 * 2**-24 * the partial sums' size (|rows| < 5 here) apart.
-    np.testing.assert_allclose(fast, kernels.scatter_add_rows_reference(ids, rows, 7), rtol=1e-6, atol=2e-5)
+    np.testing.assert_allclose(fast, scatter_add_rows_reference(ids, rows, 7), rtol=1e-6, atol=2e-5)
     assert fast.dtype == np.float32 and fast.shape == (7, 3)
 
 
@@ -513,7 +516,7 @@ def test_fused_linear_matches_twin_and_gradcheck(lead, sizes, bias, seed):
     b = Tensor(rng.standard_normal(n_out), requires_grad=True)
     args = [x, w, b] if bias else [x, w]
     assert_same(lambda *a: F.linear(*a), lambda x, w, b=None: x @ w.T if b is None else x @ w.T + b, args)
-    assert gradcheck(lambda *a: kernels.Linear.apply(*a), args)
+    assert gradcheck(lambda *a: LinearOp.apply(*a), args)
 
 
 def test_float32_erf_fast_path_is_within_float32_resolution():
