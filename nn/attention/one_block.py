@@ -11,6 +11,7 @@ either kernel on q, k and v packed in one array.
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 
 import numpy as np
 
@@ -101,11 +102,7 @@ def attention_backward(g: np.ndarray, saved: tuple, scale: float, needs: tuple) 
              np.empty(lead + v.shape[-2:], dtype) if need_v else None,
              np.empty(lead + (tq, tk), dtype) if need_bias else None]
 
-    def rows(a: int, b: int) -> None:  # batch rows a..b-1
-        cut = [_rows(x, a, b, len(lead)) for x in (g, q, k, v, e, keep, out)]
-        _backward_rows(*cut, scale, *(_rows(x, a, b, len(lead)) for x in grads))
-
-    _by_batch(rows, lead, tq * tk)
+    _by_batch(_backward_rows, lead, tq * tk, g, q, k, v, e, keep, out, scale, *grads)
     dq, dk, dv, ds = grads
     return (dq, dk, dv, ds if need_bias else None)[:len(needs)]
 
@@ -137,22 +134,31 @@ def _backward_rows(g, q, k, v, e, keep, out, scale, dq, dk, dv, ds) -> None:
         dk *= dk.dtype.type(scale)
 
 
-def _by_batch(rows, lead: tuple[int, ...], scores: int) -> None:
-    """rows(a, b) over runs of the first batch axis, one run per thread (minigrad.runtime.parallel), or
-    rows(0, n) at once: every step of the kernel is per batch row, so the results do not depend
-    on how the rows are grouped. Inputs of 2-D arrays (no batch axis) go whole. `scores` is
-    Tq * Tk, the work per head."""
+def _by_batch(body: Callable[..., Any], lead: tuple[int, ...], scores: int, *args: Any) -> list:
+    """body(*args cut to batch rows a..b-1) over runs of the first batch axis, one run per thread
+    (minigrad.runtime.parallel), or body(*args) at once; the values body returns, one per run.
+
+    The one partition of the one-block kernel: every step of its body is per batch row, so the
+    results do not depend on how the rows are grouped. Each array argument is cut (`_rows`:
+    those without the axis, or broadcasting along it, go whole), the others (the scale) pass as
+    they are. Inputs of 2-D arrays (no batch axis) go whole. `scores` is Tq * Tk, the work per
+    head."""
     if not lead:
-        rows(0, 1)
-        return
-    run_spans(rows, [math.prod(lead[1:]) * scores] * lead[0])
+        return [body(*args)]
+    results = []
+
+    def run(a: int, b: int) -> None:  # batch rows a..b-1
+        results.append(body(*(_rows(x, a, b, len(lead)) for x in args)))
+
+    run_spans(run, [math.prod(lead[1:]) * scores] * lead[0])
+    return results
 
 
 def _rows(x, a: int, b: int, nd: int):
     """Batch rows a..b-1 of x, an array over the lead axes nd (+ its last two): x itself when x
-    is None, has no such axis (fewer dimensions: it broadcasts from the right) or broadcasts
-    along it (size 1)."""
-    if x is None or x.ndim < nd + 2 or nd == 0 or x.shape[0] == 1:
+    is not an array (None, the scale), has no such axis (fewer dimensions: it broadcasts from
+    the right) or broadcasts along it (size 1)."""
+    if not isinstance(x, np.ndarray) or x.ndim < nd + 2 or nd == 0 or x.shape[0] == 1:
         return x
     return x[a:b]
 
@@ -212,14 +218,7 @@ def _first_key_weights(q, k, v, allowed, scale):
                                *(() if allowed is None else (allowed.shape[:-2],)))
     e = np.empty(lead + (q.shape[-2], tk), q.dtype)
     acc = np.empty(lead + (q.shape[-2], v.shape[-1] + 1), q.dtype)  # [E V, l]
-    ok = []
-
-    def rows(a: int, b: int) -> None:  # batch rows a..b-1
-        cut = [_rows(x, a, b, len(lead)) for x in (q, k, v, allowed)]
-        ok.append(_first_key_rows(*cut, scale, _rows(e, a, b, len(lead)), _rows(acc, a, b, len(lead))))
-
-    _by_batch(rows, lead, q.shape[-2] * tk)
-    if not all(ok):
+    if not all(_by_batch(_first_key_rows, lead, q.shape[-2] * tk, q, k, v, allowed, scale, e, acc)):
         return None
     total = acc[..., -1:]
     return e, acc[..., :-1] * (1 / total), total

@@ -10,6 +10,7 @@ pick this kernel for long sequences (`use_tiled`, dispatch.py).
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 
 import numpy as np
 
@@ -65,28 +66,37 @@ def tiled_forward(q, k, v, bias=None, allowed=None, causal_offset=None, *, scale
     acc_l = np.zeros(qf.shape[:2] + (dv + 1,), dtype)  # (N, Tq, dv + 1): [acc, l] per row
     lse = np.zeros(qf.shape[:2] + (1,), dtype)  # (N, Tq, 1), L
 
-    def heads(a: int, b: int) -> None:  # heads a..b-1: each head's rows are its own
-        part = tiles if (a, b) == (0, qf.shape[0]) else tiles.heads(a, b)
-        _forward_heads(qf[a:b], kf[a:b], vf[a:b], part, scale, acc_l[a:b], lse[a:b])
-        part.release()
-
-    _by_heads(heads, tiles, qf.shape[0])
+    _by_heads(_forward_heads, tiles, qf.shape[0], qf, kf, vf, scale, acc_l, lse)
     out = np.ascontiguousarray(acc_l[:, :, :dv])
     tiles.shapes = (q.shape, k.shape, v.shape)  # for the gradients' shapes
     return out.reshape(lead + (tq, dv)), (qf, kf, vf, out, lse), tiles
 
 
-def _by_heads(heads, tiles: _Tiles, n: int) -> None:
-    """heads(a, b) over runs of the N = B*H heads, one run per thread (minigrad.runtime.parallel), when the
-    masks are the same for every head (else all N at once): every step of both passes is per
-    head, so the results do not depend on how the heads are grouped."""
-    if tiles.splits_heads():
-        run_spans(heads, [tiles.tq * tiles.tk] * n)
+def _by_heads(body: Callable[..., None], tiles: _Tiles, n: int, *args: Any, split: bool = True) -> None:
+    """body(the tiles of heads a..b-1, *args cut to heads a..b-1) over runs of the N = B*H heads,
+    one run per thread (minigrad.runtime.parallel), when `split` and the masks are the same for
+    every head; else body(tiles, *args) once, over all N. Each run's tile buffers are dropped
+    after it.
+
+    The one partition of the tiled kernel: every step of both passes is per head (each head's
+    rows are its own), so the results do not depend on how the heads are grouped. Array
+    arguments are cut along their first axis, the heads; the others (the scale, None) pass."""
+    def run(a: int, b: int) -> None:
+        if (a, b) == (0, n):
+            body(tiles, *args)
+            tiles.release()
+            return
+        part = tiles.heads(a, b)
+        body(part, *(x[a:b] if isinstance(x, np.ndarray) else x for x in args))
+        part.release()
+
+    if split and tiles.splits_heads():
+        run_spans(run, [tiles.tq * tiles.tk] * n)
     else:
-        heads(0, n)
+        run(0, n)
 
 
-def _forward_heads(qf, kf, vf, tiles: _Tiles, scale: float, acc_l: np.ndarray, lse: np.ndarray) -> None:
+def _forward_heads(tiles: _Tiles, qf, kf, vf, scale: float, acc_l: np.ndarray, lse: np.ndarray) -> None:
     """The loop of `tiled_forward`'s docstring over some heads: fills their [acc, l] and L."""
     dtype, dv = qf.dtype, vf.shape[-1]
     # A column of ones after V makes P [V, 1] = [P V, rowsum(P)]: the sum l rides along in
@@ -179,18 +189,9 @@ def tiled_backward(g: np.ndarray, saved: tuple, tiles: _Tiles, scale: float, nee
     dk = np.zeros_like(kf) if need_k else None  # keys no query sees keep 0
     dv = np.zeros_like(vf) if need_v else None
     dbias = np.zeros(tiles.bias.shape, out.dtype) if need_bias else None
-    n = qf.shape[0]
-
-    def heads(a: int, b: int) -> None:
-        part = tiles if (a, b) == (0, n) else tiles.heads(a, b)
-        cut = [None if x is None else x[a:b] for x in (dq, dk, dv)]
-        _backward_heads(g[a:b], qf[a:b], kf[a:b], vf[a:b], out[a:b], lse[a:b], part, scale, *cut, dbias)
-        part.release()
-
-    if need_bias:  # the heads share dbias: all at once
-        heads(0, n)
-    else:
-        _by_heads(heads, tiles, n)
+    # the heads share dbias: with one, all at once
+    _by_heads(_backward_heads, tiles, qf.shape[0], g, qf, kf, vf, out, lse, scale, dq, dk, dv, dbias,
+              split=not need_bias)
     tiles.release()
     for x in (dq, dk):
         if x is not None:
@@ -202,7 +203,7 @@ def tiled_backward(g: np.ndarray, saved: tuple, tiles: _Tiles, scale: float, nee
     return grads
 
 
-def _backward_heads(g, qf, kf, vf, out, lse, tiles: _Tiles, scale: float, dq, dk, dv, dbias) -> None:
+def _backward_heads(tiles: _Tiles, g, qf, kf, vf, out, lse, scale: float, dq, dk, dv, dbias) -> None:
     """The loop of `tiled_backward`'s docstring over some heads: adds their gradients into dq,
     dk, dv (and dbias), those not None (dq and dk without the factor scale)."""
     need_ds = dq is not None or dk is not None or dbias is not None
