@@ -3,13 +3,14 @@
     minigrad train gpt                     # models: train, sample, eval, graph, attention, plot
     minigrad exercise check softmax_backward              # exercises: list, start, check
     minigrad train gpt --engine torch --nproc 2           # export: the torch engine (torch extra)
+    minigrad run train.py --lr 3e-4                       # run: a PyTorch program on minigrad
 
 It sits above every package it dispatches to: each contributes its own subcommands
-(`minigrad.models.commands.add_commands`, `minigrad.exercises.cli.add_commands`), and this
-module wires them together, giving the models' `train` the engines it knows (the torch one from
-`minigrad.export`, imported only when asked for). It also holds what every subcommand shares:
-the global options (`--threads`, `-v`, `--version`, before or after the subcommand), the checks
-of counts and the one-line errors.
+(`minigrad.models.commands.add_commands`, `minigrad.exercises.cli.add_commands`,
+`minigrad.run.cli.add_commands`), and this module wires them together, giving the models'
+`train` the engines it knows (the torch one from `minigrad.export`, imported only when asked
+for). It also holds what every subcommand shares: the global options (`--threads`, `-v`,
+`--version`, before or after the subcommand), the checks of counts and the one-line errors.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import minigrad as mg
 from minigrad.exercises import cli as exercises
 from minigrad.models import commands as models
 from minigrad.models.train import Engine
+from minigrad.run import cli as run
 from minigrad.runtime.threads import apply_setting, parse_setting
 
 
@@ -86,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=SubcommandParser)
     models.add_commands(sub, engines=ENGINES)
     exercises.add_commands(sub)
+    run.add_commands(sub)
     return p
 
 

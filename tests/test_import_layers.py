@@ -18,6 +18,7 @@ PACKAGES = {
     "models": ("minigrad.models", 2),
     "minigrad/exercises": ("minigrad.exercises", 3),
     "minigrad/export": ("minigrad.export", 3),
+    "minigrad/run": ("minigrad.run", 3),
 }
 CLI = ("minigrad.cli", 4)  # the command line: above every package it dispatches to
 CLI_MODULES = ("minigrad.cli", "minigrad.__main__")  # `python -m minigrad` is the command line too

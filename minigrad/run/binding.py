@@ -1,0 +1,141 @@
+"""`torch` bound to minigrad for one run: an import hook that gives `import torch`, `import
+torch.nn.functional as F` and `from torch.utils.data import DataLoader` minigrad's modules, each
+seen through a face (`TorchFace`). A name the face's module lacks raises `MissingName`, which
+says the torch name and the file and line that used it, in one line; it is an AttributeError,
+so `hasattr(torch, name)` and `getattr(torch, name, default)` work as with torch itself; a
+torch module minigrad lacks raises `MissingModule`, a ModuleNotFoundError.
+
+The binding lasts for the `with bound_to_minigrad():` block: on leaving it, sys.modules and the
+import path are as they were (torch itself, if it is installed and was imported before, comes
+back).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+import types
+from typing import Any, Iterator
+
+# torch's module -> the minigrad module that stands for it. A torch module not listed here is
+# one minigrad lacks (`import torch.distributed` fails with MissingName).
+TORCH_MODULES = {
+    "torch": "minigrad",
+    "torch.nn": "minigrad.nn",
+    "torch.nn.functional": "minigrad.nn.functional",
+    "torch.nn.init": "minigrad.nn.init",
+    "torch.nn.utils": "minigrad.nn.utils",
+    "torch.optim": "minigrad.optim",
+    "torch.optim.lr_scheduler": "minigrad.optim.lr_scheduler",
+    "torch.utils": "minigrad.utils",
+    "torch.utils.data": "minigrad.utils.data",
+    "torch.linalg": "minigrad.linalg",
+    "torch.autograd": "minigrad.autograd",
+}
+
+
+def _missing(name: str, filename: str | None, lineno: int | None) -> str:
+    where = f" ({os.path.basename(filename)}, line {lineno})" if filename else ""
+    return f"{name} is not in minigrad{where}"
+
+
+class MissingName(AttributeError):
+    """A torch name that minigrad lacks, used at `filename`:`lineno`."""
+
+    def __init__(self, name: str, filename: str | None, lineno: int | None) -> None:
+        super().__init__(_missing(name, filename, lineno))
+        self.name, self.filename, self.lineno = name, filename, lineno
+
+
+class MissingModule(ModuleNotFoundError):
+    """A torch module that minigrad lacks (`import torch.distributed`), imported at
+    `filename`:`lineno`; a ModuleNotFoundError, so `try: import ... except ImportError` works."""
+
+    def __init__(self, name: str, filename: str | None, lineno: int | None) -> None:
+        super().__init__(_missing(name, filename, lineno), name=name)
+        self.filename, self.lineno = filename, lineno
+
+
+def _user_frame(depth: int) -> tuple[str | None, int | None]:
+    """File and line of the first frame at or above `depth` that is not the import machinery
+    (an `import torch.x` runs inside importlib's frozen frames)."""
+    frame = sys._getframe(depth + 1)
+    while frame is not None and (frame.f_code.co_filename.startswith("<frozen importlib")
+                                 or frame.f_code.co_filename == __file__):
+        frame = frame.f_back
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else (None, None)
+
+
+class TorchFace(types.ModuleType):
+    """A minigrad module under its torch name: attributes come from the module (or, for a
+    submodule torch has and minigrad maps, from that module's face); a missing one raises
+    MissingName at the line that asked for it. Found attributes are kept on the face, so the
+    second look-up is a plain module attribute."""
+
+    def __init__(self, torch_name: str, module: types.ModuleType) -> None:
+        super().__init__(torch_name, module.__doc__)
+        self.__dict__["_module"] = module
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # __path__, __file__, ...: as a module without them
+            raise AttributeError(name)
+        full = f"{self.__name__}.{name}"
+        if full in TORCH_MODULES:
+            value = importlib.import_module(full)
+        else:
+            try:
+                value = getattr(self._module, name)
+            except AttributeError:
+                raise MissingName(full, *_user_frame(1)) from None
+        self.__dict__[name] = value
+        return value
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(dir(self._module)) | {t.rpartition(".")[2] for t in TORCH_MODULES
+                                                 if t.rpartition(".")[0] == self.__name__})
+
+
+class _FaceLoader(importlib.abc.Loader):
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return TorchFace(spec.name, importlib.import_module(TORCH_MODULES[spec.name]))
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass  # the face is complete when made
+
+
+class _TorchFinder(importlib.abc.MetaPathFinder):
+    """Finds `torch` and its modules before any installed torch does."""
+
+    def find_spec(self, fullname: str, path: Any = None,
+                  target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname != "torch" and not fullname.startswith("torch."):
+            return None
+        if fullname not in TORCH_MODULES:
+            raise MissingModule(fullname, *_user_frame(1))
+        is_package = any(t.startswith(fullname + ".") for t in TORCH_MODULES)
+        return importlib.machinery.ModuleSpec(fullname, _FaceLoader(), is_package=is_package)
+
+
+def _torch_entries() -> dict[str, types.ModuleType]:
+    return {k: v for k, v in sys.modules.items() if k == "torch" or k.startswith("torch.")}
+
+
+@contextlib.contextmanager
+def bound_to_minigrad() -> Iterator[None]:
+    """Within the block, `import torch` (and the modules of TORCH_MODULES) gives minigrad."""
+    saved = _torch_entries()
+    for name in saved:
+        del sys.modules[name]
+    finder = _TorchFinder()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+        for name in _torch_entries():
+            del sys.modules[name]
+        sys.modules.update(saved)
