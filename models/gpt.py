@@ -58,7 +58,7 @@ class Block(nn.Module):
 
     def forward(self, x: Tensor, cache: nn.KVCache | None = None) -> Tensor:
         h = self.norm1(x)  # (B, T, C)
-        x = x + self.resid_dropout(self.attn(h, h, h, is_causal=True, cache=cache))  # (B, T, C)
+        x = x + self.resid_dropout(self.attn(h, h, h, is_causal=True, cache=cache, need_weights=False)[0])
         x = x + self.mlp(self.norm2(x))  # (B, T, C)
         return x
 

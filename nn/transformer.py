@@ -62,7 +62,8 @@ class _Block(Module):
         self.dropout2 = Dropout(dropout)
 
     def _self_attention(self, x: Tensor, mask: Any, is_causal: bool) -> Tensor:
-        return self.self_attn(x, x, x, mask=mask, is_causal=is_causal)  # (B, T, d_model)
+        return self.self_attn(x, x, x, mask=mask, is_causal=is_causal,
+                              need_weights=False)[0]  # (B, T, d_model)
 
     def _masks(self, attend_mask: Any, torch_mask: Any, padding: Any, x: Tensor, keys: Tensor,
                names: tuple[str, str]) -> Any:
@@ -153,7 +154,8 @@ class TransformerDecoderLayer(_Block):
         self.dropout3 = Dropout(dropout)
 
     def _cross_attention(self, x: Tensor, memory: Tensor, mask: Any, is_causal: bool) -> Tensor:
-        return self.multihead_attn(x, memory, memory, mask=mask, is_causal=is_causal)  # (B, T, d_model)
+        return self.multihead_attn(x, memory, memory, mask=mask, is_causal=is_causal,
+                                   need_weights=False)[0]  # (B, T, d_model)
 
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Any = None, memory_mask: Any = None,
                 tgt_key_padding_mask: Any = None, memory_key_padding_mask: Any = None,

@@ -148,7 +148,7 @@ def _fully_masked_query():
     mha.out_proj.bias.data[:] = 0.5
     x = mg.randn(1, 2, 4)
     first_sees_nothing = mg.tensor(np.array([[False, False], [True, True]]))
-    assert np.array_equal(mha(x, x, x, mask=first_sees_nothing).data[0, 0], [0.5] * 4)
+    assert np.array_equal(mha(x, x, x, mask=first_sees_nothing, need_weights=False)[0].data[0, 0], [0.5] * 4)
     t_mha = torch.nn.MultiheadAttention(4, 2, batch_first=True)
     t_out, _ = t_mha(*[torch.randn(1, 2, 4)] * 3, attn_mask=torch.tensor([[True, True], [False, True]]))
     assert t_out[0, 0].isnan().all() and not t_out[0, 1].isnan().any()
@@ -179,12 +179,13 @@ def _bool_masks():
     masked_out = torch.triu(torch.ones(4, 4, dtype=torch.bool), 1)  # the same mask in PyTorch's
     assert np.array_equal(~may_attend.data, masked_out.numpy())
     mha, x = nn.MultiheadAttention(8, 2), mg.randn(1, 4, 8)
-    causal = mha(x, x, x, is_causal=True).data
-    assert np.allclose(mha(x, x, x, mask=may_attend).data, causal, atol=1e-6)
-    assert np.allclose(mha(x, x, x, attn_mask=masked_out.numpy()).data, causal, atol=1e-6)
+    causal = mha(x, x, x, is_causal=True, need_weights=False)[0].data
+    assert np.allclose(mha(x, x, x, mask=may_attend, need_weights=False)[0].data, causal, atol=1e-6)
+    by_torch_mask = mha(x, x, x, attn_mask=masked_out.numpy(), need_weights=False)[0]
+    assert np.allclose(by_torch_mask.data, causal, atol=1e-6)
     padded = np.array([[False, False, True, True]])  # PyTorch's key_padding_mask: True at padding
-    ours = mha(x, x, x, mask=nn.padding_mask(np.array([2]), max_len=4)).data
-    assert np.allclose(mha(x, x, x, key_padding_mask=padded).data, ours, atol=1e-6)
+    ours = mha(x, x, x, mask=nn.padding_mask(np.array([2]), max_len=4), need_weights=False)[0].data
+    assert np.allclose(mha(x, x, x, key_padding_mask=padded, need_weights=False)[0].data, ours, atol=1e-6)
     layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0)
     causal = layer(x, is_causal=True).data
     assert np.allclose(layer(x, attend_mask=may_attend).data, causal, atol=1e-6)
@@ -202,9 +203,8 @@ def _bool_masks():
 def _batch_first_and_weights():
     mha = nn.MultiheadAttention(8, 2)
     x = mg.randn(3, 5, 8)  # (B, T, E)
-    out = mha(x, x, x)
-    assert isinstance(out, mg.Tensor) and out.shape == (3, 5, 8)
-    assert mha(x, x, x, need_weights=True)[1].shape == (3, 5, 5)
+    out, weights = mha(x, x, x)  # need_weights=True by default, as in torch (below)
+    assert out.shape == (3, 5, 8) and weights.shape == (3, 5, 5)
     assert mha(x, x, x, need_weights=True, average_attn_weights=False)[1].shape == (3, 2, 5, 5)
     assert mha(x, x, x, need_weights=False)[1] is None
     for make in (lambda: nn.MultiheadAttention(8, 2, batch_first=False),

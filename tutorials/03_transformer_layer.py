@@ -70,7 +70,8 @@ class PostNormLayer(nn.Module):
         return self.linear2(F.relu(self.linear1(z)))  # (B, T, d_model), token by token
 
     def forward(self, x: Tensor, mask=None, is_causal: bool = False) -> Tensor:
-        z = self.norm1(x + self.self_attn(x, x, x, mask=mask, is_causal=is_causal))  # (B, T, d_model)
+        a = self.self_attn(x, x, x, mask=mask, is_causal=is_causal, need_weights=False)[0]  # (B, T, d_model)
+        z = self.norm1(x + a)  # (B, T, d_model)
         return self.norm2(z + self.mlp(z))  # (B, T, d_model)
 
 

@@ -105,7 +105,8 @@ memory, src_mask = model.encode(mg.tensor(src))  # (1, M, C), (1, 1, 1, M)
 layer0 = model.decoder.layers[0]
 with mg.no_grad():
     x = model.embed(mg.tensor(tgt_in))  # (1, N, C)
-    x = x + layer0.self_attn(layer0.norm1(x), layer0.norm1(x), layer0.norm1(x), mask=nn.causal_mask(N))
+    h = layer0.norm1(x)
+    x = x + layer0.self_attn(h, h, h, mask=nn.causal_mask(N), need_weights=False)[0]
     cross = layer0.multihead_attn
     D = cross.head_dim
     Q = cross.q_proj(layer0.norm2(x)).data[0, :, :D]  # (N, d_k): head 0's queries

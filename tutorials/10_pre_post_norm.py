@@ -59,7 +59,7 @@ x = mg.randn(2, 5, d)
 
 def by_equations(layer: nn.TransformerEncoderLayer, x):
     def mha(h):
-        return layer.self_attn(h, h, h)
+        return layer.self_attn(h, h, h, need_weights=False)[0]
 
     def mlp(h):
         return layer.linear2(layer.linear1(h).relu())

@@ -114,6 +114,6 @@ ENTRIES: list[Diagnosis] = [
     Diagnosis("encoder_mask_ignored", "the mask does not reach the attention", ("encoder_layer",), (
         "With a causal mask your output equals the layer's output without any mask: the mask is not "
         "passed on to self-attention, so every position attends to every other, later ones included. "
-        "Look at the call of self.self_attn(x, x, x, mask=mask)."
+        "Look at the call of self.self_attn(x, x, x, mask=mask, need_weights=False)[0]."
     )),
 ]

@@ -81,6 +81,18 @@ def attention_reference(
     return (out, weights) if need_weights else out
 
 
+def _grouped_heads(q: Tensor, kv: Tensor) -> Tensor:
+    """kv with its heads (dim -3) repeated so each serves q's heads in groups: enable_gqa."""
+    if q.ndim < 3 or kv.ndim < 3:
+        raise ValueError(f"scaled_dot_product_attention: enable_gqa needs a heads dimension (-3); "
+                         f"got query {q.shape} and key/value {kv.shape}")
+    hq, hkv = q.shape[-3], kv.shape[-3]
+    if hkv == 0 or hq % hkv:
+        raise ValueError(f"scaled_dot_product_attention: enable_gqa needs the query's {hq} heads to be "
+                         f"a multiple of the key/value's {hkv} (query {q.shape}, key/value {kv.shape})")
+    return kv if hq == hkv else kv.repeat_interleave(hq // hkv, dim=-3)
+
+
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,
@@ -90,14 +102,16 @@ def scaled_dot_product_attention(
     is_causal: bool = False,
     *,
     scale: float | None = None,
+    enable_gqa: bool = False,
     need_weights: bool = False,
     mask: Tensor | np.ndarray | None = None,
 ) -> Tensor | tuple[Tensor, Tensor]:
     """softmax(q k^T * scale + mask) v, through the fused `Attention` op.
 
     PyTorch's parameters in PyTorch's order: query, key, value, attn_mask, dropout_p, is_causal
-    by position or keyword, scale by keyword only (its enable_gqa is not there); need_weights
-    is minigrad's, keyword only, and `mask=` is accepted as another name for attn_mask.
+    by position or keyword, scale and enable_gqa by keyword only (as PyTorch's builtin takes
+    them, whatever its docstring's first line shows); need_weights is minigrad's, keyword only,
+    and `mask=` is accepted as another name for attn_mask.
 
     From TILED_MIN_SCORES scores (batch * Tq * Tk) on, with Tq and Tk from TILED_MIN_LENGTH on,
     when nothing needs the weights themselves (no dropout, no `need_weights`, no open
@@ -115,6 +129,9 @@ def scaled_dot_product_attention(
         is_causal: also forbid key j for query i when j > i. The mask is aligned top-left
             (tril(ones(Tq, Tk)), as in PyTorch); with `attn_mask` too, a key must pass both.
         scale: multiplies the scores; defaults to 1 / sqrt(d).
+        enable_gqa: grouped-query attention, as in PyTorch: key and value may have fewer heads
+            (dim -3) than query, a divisor of its count; each key/value head then serves that
+            many query heads in a row (repeat_interleave along the heads).
         need_weights: also return the attention weights A.
         mask: the same as attn_mask (give one of the two).
 
@@ -124,6 +141,8 @@ def scaled_dot_product_attention(
         `attention_reference` to differentiate through the weights).
     """
     q, k, v = query, key, value
+    if enable_gqa:
+        k, v = _grouped_heads(q, k), _grouped_heads(q, v)
     mask = _one_mask("scaled_dot_product_attention", attn_mask, mask)
     _check_flags("scaled_dot_product_attention", dropout_p, is_causal)
     scores = _score_count(q, k)  # 0 for input that _prepare rejects below

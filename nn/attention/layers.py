@@ -93,17 +93,18 @@ class MultiheadAttention(Module):
                     nn_init.zeros_(proj.bias)
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Any = None,
-                need_weights: bool | None = None, attn_mask: Any = None, average_attn_weights: bool = True,
+                need_weights: bool = True, attn_mask: Any = None, average_attn_weights: bool = True,
                 is_causal: bool = False, *, mask: Any = None, cache: KVCache | None = None) -> Any:
         """Attend from each query position to the key/value positions; see the class Shape.
         With a `cache` (self-attention only), to the cached positions too; see `KVCache`.
 
         PyTorch's arguments keep PyTorch's meaning: in `key_padding_mask` (B, Tk) and
         `attn_mask` ((Tq, Tk) or (B * H, Tq, Tk)) a bool True is masked out (minigrad's own
-        `mask=` says where a query may attend); need_weights=True returns (output, weights),
-        averaged over the heads unless average_attn_weights=False, and need_weights=False
-        returns (output, None). Without need_weights the output alone is returned. Returned
-        weights are differentiable, as in PyTorch (the composed `attention_reference` runs).
+        `mask=` says where a query may attend). Returns (output, weights), as PyTorch: the
+        weights averaged over the heads unless average_attn_weights=False, and None with
+        need_weights=False, which is also the fast path (the fused kernels; with weights the
+        composed `attention_reference` runs, so the returned weights are differentiable, as in
+        PyTorch). A layer that only wants the output calls `attn(x, x, x, need_weights=False)[0]`.
         """
         B, Tq, Tk = self._check(query, key, value)
         H = self.num_heads
@@ -112,8 +113,6 @@ class MultiheadAttention(Module):
             mask = combine_masks(self._mask(mask, (B, H, Tq, Ts)), from_torch_masks(
                 "MultiheadAttention", attn_mask, key_padding_mask, B, H, Tq, Ts))
         out = self._attend(query, key, value, mask, is_causal, bool(need_weights), cache, B, Tq, Tk)
-        if need_weights is None:
-            return out
         if not need_weights:
             return out, None
         out, weights = out  # (B, Tq, E), (B, H, Tq, Tk)

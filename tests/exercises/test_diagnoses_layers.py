@@ -27,7 +27,7 @@ self.bias = Parameter((mg.rand(out_features) * 2 - 1) * bound) if bias else None
 FORWARD = """y = x @ self.weight.transpose(0, 1)
 return y + self.bias if self.bias is not None else y"""
 LINEAR = [INIT, FORWARD]
-LAYER = """z = self.norm1(x + self.self_attn(x, x, x, mask=mask))
+LAYER = """z = self.norm1(x + self.self_attn(x, x, x, mask=mask, need_weights=False)[0])
 return self.norm2(z + self.linear2(self.linear1(z).relu()))"""
 RIGHT = {"mul_broadcast": MUL_BROADCAST, "matmul_backward": MATMUL, "reductions": REDUCTIONS,
          "layer_norm_backward": LAYER_NORM, "linear_layer": LINEAR, "encoder_layer": LAYER}

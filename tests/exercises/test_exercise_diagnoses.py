@@ -154,11 +154,11 @@ WRONG += [
                       "    e = e.softmax(dim=-1).masked_fill(~mask, 0.0)\n"
                       "a = e if mask is not None else e.softmax(dim=-1)")),
 ]
-LAYER = """z = self.norm1(x + self.self_attn(x, x, x, mask=mask))
+LAYER = """z = self.norm1(x + self.self_attn(x, x, x, mask=mask, need_weights=False)[0])
 return self.norm2(z + self.linear2(self.linear1(z).relu()))"""
 WRONG += [
     ("encoder_layer", "pre_norm_not_post_norm", """h = self.norm1(x)
-z = x + self.self_attn(h, h, h, mask=mask)
+z = x + self.self_attn(h, h, h, mask=mask, need_weights=False)[0]
 return z + self.linear2(self.linear1(self.norm2(z)).relu())"""),
     ("encoder_layer", "missing_residual", LAYER.replace("norm2(z + self.linear2", "norm2(self.linear2")),
 ]

@@ -113,7 +113,8 @@ def call_both(layer, tlayer, rng, dtype):
     if isinstance(layer, nn.MultiheadAttention):
         k = rng.standard_normal((B, S, layer.kdim)).astype(dtype)
         v = rng.standard_normal((B, S, layer.vdim)).astype(dtype)
-        mine = layer(mg.tensor(x), mg.tensor(k), mg.tensor(v), mask=keep[:, None, None, :])
+        mine = layer(mg.tensor(x), mg.tensor(k), mg.tensor(v), mask=keep[:, None, None, :],
+                     need_weights=False)[0]
         theirs = tlayer(torch.tensor(x), torch.tensor(k), torch.tensor(v),
                         key_padding_mask=torch.tensor(~keep))[0]
     elif isinstance(layer, nn.TransformerEncoderLayer):

@@ -39,7 +39,7 @@ def step(config: GPTConfig, monkeypatch) -> tuple[float, list[np.ndarray]]:
     monkeypatch.setattr(dispatch, "TILED_MIN_LENGTH", 13)
     calls = []
     by_heads = tiled._by_heads
-    monkeypatch.setattr(tiled, "_by_heads", lambda *a: calls.append(1) or by_heads(*a))
+    monkeypatch.setattr(tiled, "_by_heads", lambda *a, **k: calls.append(1) or by_heads(*a, **k))
     mg.manual_seed(0)
     model = GPT(config)
     opt = mg.optim.Adam(model.parameters(), lr=1e-2)

@@ -64,7 +64,7 @@ def test_mha_fused_and_composed_agree_with_dropout():
         mha.fused, x.grad = fused, None
         mha.zero_grad()
         mg.manual_seed(9)
-        out = mha(x, x, x, is_causal=True)
+        out = mha(x, x, x, is_causal=True, need_weights=False)[0]
         out.backward(np.ones(out.shape))
         results.append((out.data, x.grad.copy(), mha.q_proj.weight.grad.copy()))
     for a, b in zip(*results):
@@ -75,24 +75,24 @@ def test_mha_dropout_only_in_training():
     mg.manual_seed(4)
     mha = nn.MultiheadAttention(4, 2, dropout=0.5)
     x = mg.randn(2, 6, 4)
-    train_a, train_b = mha(x, x, x).data, mha(x, x, x).data
+    train_a, train_b = mha(x, x, x, need_weights=False)[0].data, mha(x, x, x, need_weights=False)[0].data
     mha.eval()
-    eval_a, eval_b = mha(x, x, x).data, mha(x, x, x).data
+    eval_a, eval_b = mha(x, x, x, need_weights=False)[0].data, mha(x, x, x, need_weights=False)[0].data
     assert not np.allclose(train_a, train_b)
     np.testing.assert_array_equal(eval_a, eval_b)
     mha.dropout = 0.0
-    np.testing.assert_array_equal(mha.train()(x, x, x).data, eval_a)
+    np.testing.assert_array_equal(mha.train()(x, x, x, need_weights=False)[0].data, eval_a)
 
 
 def test_mha_causal_later_tokens_do_not_change_earlier_outputs():
     mg.manual_seed(5)
     mha = nn.MultiheadAttention(8, 2)
     x = np.random.default_rng(5).standard_normal((2, 6, 8)).astype(np.float32)
-    base = mha(*[mg.tensor(x)] * 3, is_causal=True).data
+    base = mha(*[mg.tensor(x)] * 3, is_causal=True, need_weights=False)[0].data
     for t in range(6):
         x2 = x.copy()
         x2[:, t + 1:] = 5.0
-        out = mha(*[mg.tensor(x2)] * 3, is_causal=True).data
+        out = mha(*[mg.tensor(x2)] * 3, is_causal=True, need_weights=False)[0].data
         np.testing.assert_allclose(out[:, : t + 1], base[:, : t + 1], rtol=1e-5, atol=1e-6)
 
 
@@ -109,7 +109,7 @@ def test_mha_padded_keys_get_zero_weight_and_do_not_matter():
     np.testing.assert_allclose(w.data.sum(-1), 1, rtol=1e-6)
     x2 = x.copy()
     x2[tokens == 0] = 100.0  # change the padded keys and values only
-    out2 = mha(mg.tensor(x), mg.tensor(x2), mg.tensor(x2), mask=mask)
+    out2 = mha(mg.tensor(x), mg.tensor(x2), mg.tensor(x2), mask=mask, need_weights=False)[0]
     np.testing.assert_allclose(out2.data, out.data, rtol=1e-5, atol=1e-6)
 
 
@@ -119,8 +119,8 @@ def test_mha_3d_mask_is_per_sequence_and_shared_by_heads():
     x = mg.randn(2, 3, 4)
     mask = np.random.default_rng(7).random((2, 3, 3)) < 0.7
     mask[..., 0] = True
-    a = mha(x, x, x, mask=mask).data
-    b = mha(x, x, x, mask=mask[:, None]).data
+    a = mha(x, x, x, mask=mask, need_weights=False)[0].data
+    b = mha(x, x, x, mask=mask[:, None], need_weights=False)[0].data
     np.testing.assert_array_equal(a, b)
 
 
@@ -129,8 +129,8 @@ def test_self_attention_without_positions_is_permutation_equivariant():
     mha = nn.MultiheadAttention(6, 3)
     x = np.random.default_rng(8).standard_normal((2, 5, 6)).astype(np.float32)
     perm = np.array([3, 0, 4, 1, 2])
-    out = mha(*[mg.tensor(x)] * 3).data
-    out_perm = mha(*[mg.tensor(x[:, perm])] * 3).data
+    out = mha(*[mg.tensor(x)] * 3, need_weights=False)[0].data
+    out_perm = mha(*[mg.tensor(x[:, perm])] * 3, need_weights=False)[0].data
     np.testing.assert_allclose(out_perm, out[:, perm], rtol=1e-5, atol=1e-6)
 
 

@@ -43,16 +43,16 @@ def test_cached_chunks_attend_as_the_whole_prefix(case, capacity, causal, tiled)
     attn = nn.MultiheadAttention(8, 2)
     x = mg.randn(2, total, 8)
     with mg.no_grad(), _tiled_always(tiled):
-        full = attn(x, x, x, is_causal=True).data
+        full = attn(x, x, x, is_causal=True, need_weights=False)[0].data
         cache, start = nn.KVCache(capacity), 0
         for size in chunks:
             h = mg.tensor(x.data[:, start:start + size])
-            out = attn(h, h, h, is_causal=causal, cache=cache).data
+            out = attn(h, h, h, is_causal=causal, cache=cache, need_weights=False)[0].data
             if causal:
                 expected = full[:, start:start + size]
             else:
                 prefix = mg.tensor(x.data[:, :start + size])
-                expected = attn(h, prefix, prefix).data
+                expected = attn(h, prefix, prefix, need_weights=False)[0].data
             np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
             start += size
     assert cache.length == total and cache.k.shape == (2, 2, capacity or max(16, total), 4)
@@ -67,10 +67,10 @@ def test_a_mask_with_the_cache_covers_the_cached_keys_too():
     with mg.no_grad():
         cache = nn.KVCache()
         head = mg.tensor(x.data[:, :3])
-        attn(head, head, head, cache=cache)
+        attn(head, head, head, cache=cache, need_weights=False)[0]
         tail = mg.tensor(x.data[:, 3:])
-        out = attn(tail, tail, tail, mask=allowed, cache=cache).data
-        expected = attn(tail, x, x, mask=allowed).data
+        out = attn(tail, tail, tail, mask=allowed, cache=cache, need_weights=False)[0].data
+        expected = attn(tail, x, x, mask=allowed, need_weights=False)[0].data
     np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-7)
 
 
@@ -79,14 +79,14 @@ def test_the_cache_is_preallocated_and_refuses_to_overflow():
     cache = nn.KVCache(6)
     with mg.no_grad():
         x = mg.randn(1, 4, 4)
-        attn(x, x, x, is_causal=True, cache=cache)
+        attn(x, x, x, is_causal=True, cache=cache, need_weights=False)[0]
         k = cache.k
         y = mg.randn(1, 2, 4)
-        attn(y, y, y, is_causal=True, cache=cache)
+        attn(y, y, y, is_causal=True, cache=cache, need_weights=False)[0]
         assert cache.k is k and k.shape == (1, 2, 6, 2) and cache.length == 6
         with pytest.raises(ValueError, match="KVCache: 6 cached positions and 1 new ones pass its capacity"):
             z = mg.randn(1, 1, 4)
-            attn(z, z, z, is_causal=True, cache=cache)
+            attn(z, z, z, is_causal=True, cache=cache, need_weights=False)[0]
     with pytest.raises(ValueError, match="capacity must be a positive"):
         nn.KVCache(0)
 
@@ -96,9 +96,9 @@ def test_the_cache_is_for_self_attention_without_a_graph():
     x, other = mg.randn(1, 3, 4), mg.randn(1, 3, 4)
     with pytest.raises(ValueError, match="KV cache is for fused self-attention"):
         with mg.no_grad():
-            attn(x, other, other, cache=nn.KVCache())
+            attn(x, other, other, cache=nn.KVCache(), need_weights=False)[0]
     with pytest.raises(RuntimeError, match="packed_self_attention: the KV cache is for generation.*no_grad"):
-        attn(x, x, x, cache=nn.KVCache())
+        attn(x, x, x, cache=nn.KVCache(), need_weights=False)[0]
 
 
 def test_mha_init_linear_draws_what_four_linear_layers_draw():

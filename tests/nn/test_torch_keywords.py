@@ -98,7 +98,7 @@ def test_multihead_attention_takes_torchs_masks_with_torchs_meaning(data, B, T, 
 def test_need_weights_and_average_attn_weights():
     m, t = _pair("mha")
     x = mg.tensor(np.random.default_rng(1).standard_normal((2, 3, E)))
-    assert isinstance(m(x, x, x), mg.Tensor)  # minigrad's default: the output alone
+    assert isinstance(m(x, x, x, need_weights=False)[0], mg.Tensor)  # minigrad's default: the output alone
     out, w = m(x, x, x, need_weights=False)
     assert w is None and out.shape == (2, 3, E)
     _, w = m(x, x, x, need_weights=True, average_attn_weights=False)
@@ -111,14 +111,15 @@ def test_minigrads_mask_keeps_the_lectures_sense_beside_torchs():
     m, t = _pair("mha")
     x = mg.tensor(np.random.default_rng(2).standard_normal((2, 4, E)))
     allowed = np.tril(np.ones((4, 4), bool))
-    a = m(x, x, x, mask=mg.tensor(allowed))
-    b = m(x, x, x, attn_mask=mg.tensor(~allowed))
-    c = m(x, x, x, is_causal=True)
+    a = m(x, x, x, mask=mg.tensor(allowed), need_weights=False)[0]
+    b = m(x, x, x, attn_mask=mg.tensor(~allowed), need_weights=False)[0]
+    c = m(x, x, x, is_causal=True, need_weights=False)[0]
     np.testing.assert_allclose(a.data, b.data, rtol=1e-12)
     np.testing.assert_allclose(a.data, c.data, rtol=1e-12)
     pad = np.array([[False, False, True, True], [False, False, False, False]])
-    both = m(x, x, x, mask=mg.tensor(allowed), key_padding_mask=mg.tensor(pad))  # a key must pass both
-    ref = m(x, x, x, mask=mg.tensor(allowed & ~pad[:, None, None, :]))
+    # a key must pass both
+    both = m(x, x, x, mask=mg.tensor(allowed), key_padding_mask=mg.tensor(pad), need_weights=False)[0]
+    ref = m(x, x, x, mask=mg.tensor(allowed & ~pad[:, None, None, :]), need_weights=False)[0]
     np.testing.assert_allclose(both.data, ref.data, rtol=1e-12)
 
 
@@ -172,11 +173,11 @@ def test_batch_first_false_is_refused_and_mask_shapes_are_checked():
     m = nn.MultiheadAttention(E, H)
     x = mg.randn(2, 3, E)
     with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(B, Tk\) = \(2, 3\)"):
-        m(x, x, x, key_padding_mask=mg.tensor(np.zeros((2, 1, 1, 3), bool)))
+        m(x, x, x, key_padding_mask=mg.tensor(np.zeros((2, 1, 1, 3), bool)), need_weights=False)[0]
     with pytest.raises(ValueError, match=r"attn_mask must have shape \(Tq, Tk\) = \(3, 3\) or \(B \*"):
-        m(x, x, x, attn_mask=mg.tensor(np.zeros((2, 3, 3), bool)))
+        m(x, x, x, attn_mask=mg.tensor(np.zeros((2, 3, 3), bool)), need_weights=False)[0]
     with pytest.raises(TypeError, match="key_padding_mask must be bool"):
-        m(x, x, x, key_padding_mask=mg.tensor(np.zeros((2, 3), np.int64)))
+        m(x, x, x, key_padding_mask=mg.tensor(np.zeros((2, 3), np.int64)), need_weights=False)[0]
     layer = nn.TransformerEncoderLayer(E, H, 16)
     with pytest.raises(ValueError, match=r"EncoderLayer: src_key_padding_mask must have shape \(B, Tk\)"):
         layer(x, src_key_padding_mask=mg.tensor(np.zeros(3, bool)))
@@ -275,3 +276,47 @@ def test_sdpa_refuses_flags_in_the_old_order(args, bad):
     q, k, v = (mg.tensor(a) for a in _sdpa_inputs())
     with pytest.raises(TypeError, match=f"scaled_dot_product_attention: {bad} must be"):
         F.scaled_dot_product_attention(q, k, v, *args)
+
+
+@pytest.mark.parametrize("heads, kv_heads", [(4, 2), (4, 1), (3, 3)])
+def test_sdpa_grouped_query_attention_as_torch(heads, kv_heads):
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((2, heads, 5, 3))
+    k, v = rng.standard_normal((2, kv_heads, 6, 3)), rng.standard_normal((2, kv_heads, 6, 4))
+    want = TF.scaled_dot_product_attention(*(torch.tensor(a, requires_grad=True) for a in (q, k, v)),
+                                           enable_gqa=True)
+    ours = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]
+    got = F.scaled_dot_product_attention(*ours, enable_gqa=True)
+    np.testing.assert_allclose(got.data, want.detach().numpy(), rtol=1e-10, atol=1e-12)
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    TF.scaled_dot_product_attention(tq, tk, tv, enable_gqa=True, is_causal=True).pow(2).sum().backward()
+    F.scaled_dot_product_attention(*ours, enable_gqa=True, is_causal=True).pow(2).sum().backward()
+    for mine, theirs in zip(ours, (tq, tk, tv)):
+        np.testing.assert_allclose(mine.grad, theirs.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_sdpa_grouped_query_attention_refuses_heads_that_do_not_divide():
+    q, k = mg.randn(1, 3, 2, 4), mg.randn(1, 2, 2, 4)
+    with pytest.raises(ValueError, match="query's 3 heads to be a multiple of the key/value's 2"):
+        F.scaled_dot_product_attention(q, k, k, enable_gqa=True)
+
+
+def test_multihead_attention_returns_output_and_weights_as_torch():
+    """torch's need_weights=True default: (output, weights averaged over the heads); False gives
+    (output, None), the fused path; the output is the same either way."""
+    mha = nn.MultiheadAttention(8, 2).double()
+    t_mha = torch.nn.MultiheadAttention(8, 2, batch_first=True).double()
+    with torch.no_grad():
+        projections = (mha.q_proj, mha.k_proj, mha.v_proj)
+        t_mha.in_proj_weight.copy_(torch.tensor(np.concatenate([p.weight.data for p in projections])))
+        t_mha.in_proj_bias.copy_(torch.tensor(np.concatenate([p.bias.data for p in projections])))
+        t_mha.out_proj.weight.copy_(torch.tensor(mha.out_proj.weight.data))
+        t_mha.out_proj.bias.copy_(torch.tensor(mha.out_proj.bias.data))
+    x = np.random.default_rng(3).standard_normal((2, 5, 8))
+    out, weights = mha(mg.tensor(x), mg.tensor(x), mg.tensor(x))
+    t_out, t_weights = t_mha(*[torch.tensor(x)] * 3)
+    np.testing.assert_allclose(out.data, t_out.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(weights.data, t_weights.detach().numpy(), rtol=1e-10, atol=1e-12)
+    fast, none = mha(mg.tensor(x), mg.tensor(x), mg.tensor(x), need_weights=False)
+    assert none is None and t_mha(*[torch.tensor(x)] * 3, need_weights=False)[1] is None
+    np.testing.assert_allclose(fast.data, out.data, rtol=1e-10, atol=1e-12)

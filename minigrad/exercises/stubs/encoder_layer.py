@@ -11,8 +11,9 @@ multi-head attention in exercises 9 to 11 (`attention_forward`, `attention_backw
 `multi_head`)). Write forward.
 
 Shapes: x (B, T, d_model) -> (B, T, d_model); mask: bool (True = may attend), broadcasting to
-(B, nhead, T, T), or None; pass it on as `self.self_attn(x, x, x, mask=mask)`.
-Use Tensor operations (`+`, `.relu()`). Check your work with
+(B, nhead, T, T), or None; pass it on as `self.self_attn(x, x, x, mask=mask, need_weights=False)[0]`
+(attention returns (output, weights), as torch's does; need_weights=False leaves the weights
+out, as None). Use Tensor operations (`+`, `.relu()`). Check your work with
     minigrad exercise check encoder_layer
 """
 

@@ -19,6 +19,7 @@ class EncoderLayer(nn.Module):
         self.norm2 = nn.LayerNorm(d_model)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        z = self.norm1(x + self.self_attn(x, x, x, mask=mask))  # attention, residual, norm: (B, T, d_model)
+        a = self.self_attn(x, x, x, mask=mask, need_weights=False)[0]  # (B, T, d_model)
+        z = self.norm1(x + a)  # attention, residual, norm: (B, T, d_model)
         h = self.linear1(z).relu()  # (B, T, dim_feedforward)
         return self.norm2(z + self.linear2(h))  # the MLP, residual, norm: (B, T, d_model)
