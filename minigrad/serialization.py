@@ -1,7 +1,13 @@
 """Save and load dictionaries of arrays as .npz files, written atomically.
 
 The file is an ordinary .npz (a zip of .npy files, one per key), readable by `np.load`.
-Only arrays that load can read back without pickle are ever written.
+Only arrays that load can read back without pickle are ever written. What torch.save takes
+from course code is taken too: a nested structure (an optimizer's state dict, a checkpoint
+dict of state dicts, step counts and settings) is written as its arrays, members "0", "1", ...,
+and one more member, `__minigrad_tree__`, the structure as JSON text in a uint8 array (dicts
+with str, int, float, bool or None keys; lists; tuples; numbers, strings, booleans, None;
+arrays and tensors), and `load` gives that structure back. `f` may be a path (written
+atomically) or a file object (a BytesIO), as in torch.
 
 `load` checks a file before it allocates anything: every member's .npy header is read and its
 declared size (prod(shape) * itemsize) compared with the member's size in the zip directory,
@@ -12,6 +18,8 @@ are each refused with a `CheckpointError` (a ValueError) of one line naming the 
 
 from __future__ import annotations
 
+import io
+import json
 import math
 import os
 import stat
@@ -95,17 +103,93 @@ def _as_array(key: Any, value: Any) -> np.ndarray:
     return arr
 
 
-def save(obj: Mapping[str, Any], f: str | os.PathLike) -> None:
-    """Write a dict of arrays (or tensors) to the file `f` (a path) as .npz.
+# The member that holds a nested structure's shape (see the module's docstring).
+TREE = "__minigrad_tree__"
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _flat_arrays(obj: Any) -> bool:
+    """Whether obj is a dict of str keys to arrays (or tensors): the plain format, one member per
+    key (a Python number there is kept as a number: the structured format)."""
+    if not isinstance(obj, Mapping) or TREE in obj:
+        return False
+    return all(isinstance(k, str) and isinstance(v, (np.ndarray, np.generic, Tensor)) for k, v in obj.items())
+
+
+def _to_tree(obj: Any, path: str, arrays: list[np.ndarray]) -> Any:
+    """obj as JSON-able nodes, its arrays appended to `arrays`; a TypeError names a leaf that
+    only pickle could store."""
+    if isinstance(obj, Tensor):
+        arrays.append(_as_array(path, obj))
+        return {"tensor": len(arrays) - 1, "requires_grad": obj.requires_grad}
+    if isinstance(obj, (np.ndarray, np.generic)):
+        arrays.append(_as_array(path, obj))
+        return {"array": len(arrays) - 1}
+    if isinstance(obj, _SCALARS):
+        return {"value": obj}
+    if isinstance(obj, Mapping):
+        items = []
+        for key, value in obj.items():
+            if not isinstance(key, _SCALARS):
+                raise TypeError(f"save: {path} has a key {key!r} of type {type(key).__name__}; the keys of a "
+                                "saved dict are strings, numbers, booleans or None")
+            items.append([key, _to_tree(value, f"{path}[{key!r}]", arrays)])
+        return {"dict": items}
+    if isinstance(obj, (list, tuple)):
+        nodes = [_to_tree(v, f"{path}[{i}]", arrays) for i, v in enumerate(obj)]
+        return {"tuple" if isinstance(obj, tuple) else "list": nodes}
+    raise TypeError(f"save: {path} holds {type(obj).__name__}, which only pickle could store, and load "
+                    "never unpickles; save arrays, tensors, numbers, strings and dicts, lists or tuples "
+                    "of them")
+
+
+def _from_tree(node: Any, arrays: Mapping[str, np.ndarray], name: str) -> Any:
+    try:
+        (kind, value), *rest = node.items()
+        if kind == "value":
+            return value
+        if kind == "array":
+            return arrays[str(value)]
+        if kind == "tensor":
+            return Tensor._make(arrays[str(value)], None).requires_grad_(bool(node["requires_grad"]))
+        if kind == "dict":
+            return {key: _from_tree(v, arrays, name) for key, v in value}
+        if kind in ("list", "tuple"):
+            items = [_from_tree(v, arrays, name) for v in value]
+            return tuple(items) if kind == "tuple" else items
+    except (AttributeError, KeyError, TypeError, ValueError):
+        pass
+    raise CheckpointError(f"load: {name} is damaged (its {TREE} does not describe its arrays)")
+
+
+def _members(obj: Any) -> dict[str, np.ndarray]:
+    """The arrays to write, by member name, for either format."""
+    if _flat_arrays(obj):
+        return {k: _as_array(k, v) for k, v in obj.items()}
+    arrays: list[np.ndarray] = []
+    tree = _to_tree(obj, "obj", arrays)
+    members = {str(i): a for i, a in enumerate(arrays)}
+    members[TREE] = np.frombuffer(json.dumps(tree).encode(), dtype=np.uint8)
+    return members
+
+
+def save(obj: Any, f: str | os.PathLike | io.IOBase) -> None:
+    """Write a dict of arrays (or tensors) to `f` (a path, or a file object opened for
+    writing bytes) as .npz; a nested structure (see the module's docstring) as its arrays and
+    its shape.
 
     Every value is checked before the file is touched, so a value that load could not read
     back (None, an object array) raises a TypeError naming its key and leaves any old file
     as it was. Any string is a valid key. The file is first written beside its destination
     and then renamed over it, so a crash leaves either the old file or the new one, never
     half of one. Permissions are those `open()` would give: the old file's when there is
-    one, else what the umask allows.
+    one, else what the umask allows. A file object is written in place (atomic only as the
+    object itself is).
     """
-    arrays = {k: _as_array(k, v) for k, v in obj.items()}
+    arrays = _members(obj)
+    if hasattr(f, "write"):
+        _write_npz(f, arrays)
+        return
     path = os.fspath(f)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
@@ -207,8 +291,14 @@ def _write_npz(f: Any, arrays: Mapping[str, np.ndarray]) -> None:
                 np.lib.format.write_array(member, arr, allow_pickle=False)
 
 
-def load(f: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Read a dict of arrays written by `save` to the file `f` (no pickled objects are ever loaded).
+def load(f: str | os.PathLike | io.IOBase, map_location: Any = None, pickle_module: Any = None, *,
+         weights_only: bool | None = None, mmap: bool | None = None) -> Any:
+    """Read what `save` wrote to `f` (a path, or a file object opened for reading bytes): a dict
+    of arrays, or the nested structure it saved, its tensors as Tensors. No pickled object is
+    ever loaded, whatever `weights_only` says (torch's keyword, accepted: True and False both
+    load only arrays and plain values). `map_location` may be None or the CPU ("cpu", or a
+    device whose str() is "cpu"): minigrad runs on the CPU. `mmap` is accepted and reads the
+    arrays into memory. `pickle_module` must be None.
 
     Nothing is allocated before the whole file is checked: each member's .npy header must
     parse and declare exactly the bytes the zip directory says the member holds, and the
@@ -216,9 +306,10 @@ def load(f: str | os.PathLike) -> dict[str, np.ndarray]:
     missing file and `CheckpointError` (a ValueError) for a file that is damaged (truncated,
     corrupt, a header that lies), one that is not an archive of arrays, or one too large.
     """
-    name = os.fspath(f)
+    _check_load_options(map_location, pickle_module)
+    name = getattr(f, "name", "<file object>") if hasattr(f, "read") else os.fspath(f)
     try:
-        with open(f, "rb") as fh:
+        with (_Borrowed(f) if hasattr(f, "read") else open(f, "rb")) as fh:
             magic = fh.read(6)
             fh.seek(0)
             if not magic:
@@ -245,7 +336,7 @@ def load(f: str | os.PathLike) -> dict[str, np.ndarray]:
                         f"more than the {format_size(budget)} this process may allocate for a file "
                         "(minigrad.serialization.MAX_LOAD_BYTES, the machine's memory, ulimit -v)")
                 try:
-                    return {_key(m.filename): _read_member(zf, m.filename, name) for m in members}
+                    arrays = {_key(m.filename): _read_member(zf, m.filename, name) for m in members}
                 except MemoryError:  # the budget fitted, the machine did not (other processes)
                     raise CheckpointError(f"load: {name}: its {format_size(total)} of arrays do not fit "
                                           "in the memory free now") from None
@@ -255,6 +346,37 @@ def load(f: str | os.PathLike) -> dict[str, np.ndarray]:
         raise
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:  # truncated or corrupt zip
         raise CheckpointError(f"load: {name} is damaged ({_one_line(e)})") from None
+    if TREE not in arrays:
+        return arrays
+    tree = arrays.pop(TREE)
+    try:
+        node = json.loads(tree.tobytes().decode())
+    except (UnicodeDecodeError, ValueError):
+        raise CheckpointError(f"load: {name} is damaged (its {TREE} is not JSON)") from None
+    return _from_tree(node, arrays, name)
+
+
+class _Borrowed:
+    """A file object the caller opened: used as `with` would use a file, and left open."""
+
+    def __init__(self, f: Any) -> None:
+        self.f = f
+
+    def __enter__(self) -> Any:
+        return self.f
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+
+def _check_load_options(map_location: Any, pickle_module: Any) -> None:
+    if pickle_module is not None:
+        raise TypeError("load: pickle_module must be None: minigrad never unpickles (its files hold arrays "
+                        "and plain values only)")
+    where = map_location
+    if where is None or str(getattr(where, "type", where)) == "cpu":
+        return
+    raise ValueError(f"load: map_location={map_location!r}: minigrad runs on the CPU; pass None or 'cpu'")
 
 
 def _not_ours(name: str, reason: str) -> CheckpointError:
