@@ -49,6 +49,9 @@ POS, KW, VAR = "positional", "keyword", "var"
 # `mode`), calling it with the stub's name fails and with this one works.
 TORCH_SIGNATURES: dict[str, list[str]] = {
     "torch.numel": ["input"],
+    # classes of torch's C extension, documented as torch.finfo(type=None) and torch.iinfo(type)
+    "torch.finfo": ["type=None"],
+    "torch.iinfo": ["type"],
     "torch.Tensor.requires_grad_": ["requires_grad=True"],
     "torch.nn.Identity.__init__": ["*args"],  # the arguments are ignored
     "torch.nn.Sequential.__init__": ["*args"],

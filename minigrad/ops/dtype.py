@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import builtins
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -130,3 +131,50 @@ def int(self) -> Tensor:
 def bool(self) -> Tensor:
     """True where the value is nonzero."""
     return self.to(np.bool_)
+
+
+# ----------------------------------------------------------------------------- dtype facts
+
+
+class FloatInfo(NamedTuple):
+    """What torch.finfo says of a floating dtype, as Python numbers."""
+
+    bits: int
+    eps: float
+    max: float
+    min: float
+    tiny: float
+    smallest_normal: float
+    resolution: float
+    dtype: str
+
+
+class IntInfo(NamedTuple):
+    """What torch.iinfo says of an integer dtype, as Python ints."""
+
+    bits: int
+    max: int
+    min: int
+    dtype: str
+
+
+def finfo(type: Any = None) -> FloatInfo:
+    """Facts of a floating dtype, as torch.finfo: `eps`, `max`, `min`, `tiny` (=
+    `smallest_normal`), `resolution`, `bits`; of float32 (minigrad's default) without a type."""
+    dtype = np.dtype(np.float32 if type is None else type)
+    if dtype.kind != "f":
+        raise TypeError(f"finfo: {dtype} is not a floating dtype; use iinfo for integers")
+    i = np.finfo(dtype)
+    number = builtins.float  # (this module's `float` is Tensor.float)
+    # resolution as torch gives it: 10 ** -precision exactly, not rounded to the dtype
+    return FloatInfo(i.bits, *(number(v) for v in (i.eps, i.max, i.min, i.tiny, i.smallest_normal)),
+                     10.0 ** -i.precision, dtype.name)
+
+
+def iinfo(type: Any) -> IntInfo:
+    """Facts of an integer dtype, as torch.iinfo: `max`, `min`, `bits`."""
+    dtype = np.dtype(type)
+    if dtype.kind not in "iu":
+        raise TypeError(f"iinfo: {dtype} is not an integer dtype; use finfo for floating ones")
+    i = np.iinfo(dtype)
+    return IntInfo(i.bits, builtins.int(i.max), builtins.int(i.min), dtype.name)
