@@ -84,8 +84,13 @@ OWN = {
     ("Tensor", "to"): "`torch.Tensor.to` (a dtype only: there are no devices)",
 }
 
-# Summaries of the Tensor attributes that are slots (they have no docstring).
+# Summaries of the Tensor attributes that are slots and of the number constants (they have no
+# docstring of their own).
 SUMMARY = {
+    "pi": "π as a Python float, as `torch.pi`.",
+    "e": "Euler's number as a Python float, as `torch.e`.",
+    "inf": "Positive infinity as a Python float, as `torch.inf`.",
+    "nan": "Not a number, as a Python float, as `torch.nan`.",
     "data": "The `np.ndarray` the tensor wraps.",
     "requires_grad": "Whether backward computes a gradient for this tensor.",
     "name": "A label for graph drawings (`mg.tensor(..., name=\"x\")`).",
@@ -129,6 +134,9 @@ def _summary(obj: Any, name: str, *others: Any) -> str:
     """The first sentence of the docstring's first paragraph, on one line, for a table cell;
     without a docstring, that of the first of `others` (the method, the function, the op) with
     one."""
+    if isinstance(obj, np.dtype):  # mg.float32, and torch's aliases (mg.long is mg.int64)
+        same = "" if name == obj.name else f"another name for `{obj.name}`, "
+        return f"The {obj.name} dtype ({same}numpy's `np.dtype('{obj.name}')`)."
     if isinstance(obj, type) and issubclass(obj, np.generic):
         return f"The {np.dtype(obj).name} dtype (`numpy.{obj.__name__}`)."
     if not callable(obj) and not isinstance(obj, types.ModuleType | property):
@@ -177,7 +185,8 @@ def _ops() -> dict[str, type]:
 
 
 def _is_constant(obj: Any) -> bool:
-    return (isinstance(obj, type) and issubclass(obj, np.generic)) or not callable(obj)
+    scalar_type = isinstance(obj, type) and issubclass(obj, np.generic)
+    return isinstance(obj, np.dtype) or scalar_type or not callable(obj)
 
 
 def _kind(obj: Any) -> str:
@@ -203,6 +212,8 @@ def _defined_in(obj: Any, module: str) -> str:
     first). `module` is where a constant or an attribute was found."""
     if isinstance(obj, property):
         obj = obj.fget
+    if isinstance(obj, types.ModuleType) and obj.__spec__ is None:  # made by code (minigrad.cuda)
+        return f"`{Path(obj.__file__).resolve().relative_to(HERE.parent).as_posix()}`"
     if isinstance(obj, types.ModuleType):
         name = obj.__name__
     else:

@@ -29,24 +29,27 @@ from .creation import (
     randint,
     randn,
     randn_like,
+    randperm,
     tensor,
     zeros,
     zeros_like,
 )
+from .device import backends, cuda, device
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck
 from .memory import keep_freed_memory
 from .ops import table as _table
-from .ops.dtype import finfo, iinfo
-from .random import manual_seed
+from .ops.dtype import DTYPE_NAMES, LEGACY_TYPES, finfo, iinfo
+from .random import Generator, manual_seed
 from .runtime.threads import get_num_threads, set_num_threads
 from .serialization import load, save
 from .tensor import Tensor
 
-float32, float64, int64, int32 = np.float32, np.float64, np.int64, np.int32
-bool_ = np.bool_
-float16, int8, int16, uint8 = np.float16, np.int8, np.int16, np.uint8
-bool = np.bool_  # mg.bool, as torch.bool (this shadows the builtin in this module only)
+# torch's dtype names (float32, long, ...; float, int and bool shadow the builtins in this module
+# only) and its legacy tensor types (LongTensor, ...).
+globals().update(DTYPE_NAMES)
+globals().update(LEGACY_TYPES)
+bool_ = DTYPE_NAMES["bool"]
 pi, e, inf, nan = math.pi, math.e, math.inf, math.nan  # torch.pi, torch.e, torch.inf, torch.nan
 
 __version__ = "0.6.0"
@@ -77,13 +80,15 @@ def __getattr__(name: str):
     return value
 
 
-# mg.bool is left out of __all__: `from minigrad import *` would break isinstance(v, bool)
+# mg.bool, float and int are left out of __all__: `from minigrad import *` would break
+# isinstance(v, bool) and float(v)
 __all__ = sorted([
-    "AnomalyError", "Function", "GradcheckError", "Tensor", "arange", "as_tensor", "bool_",
-    "detect_anomaly", "e", "empty", "empty_like", "enable_grad", "eye", "finfo", "float16", "float32",
-    "float64", "from_numpy", "full", "full_like", "get_num_threads", "gradcheck", "iinfo", "inf",
-    "int8", "int16", "int32", "int64", "is_grad_enabled", "linalg", "linspace", "load", "manual_seed",
-    "nan", "no_grad", "ones", "ones_like", "rand", "rand_like", "pi", "randint", "randn", "randn_like",
-    "save", "set_grad_enabled", "set_num_threads", "tensor", "uint8", "unbroadcast", "zeros",
-    "zeros_like", *_table.function_forms(),
+    "AnomalyError", "arange", "as_tensor", "backends", "bool_", "cuda", "detect_anomaly", "device", "e",
+    "empty", "empty_like", "enable_grad", "eye", "finfo", "from_numpy",
+    "full", "full_like", "Function", "get_num_threads", "gradcheck", "GradcheckError", "iinfo", "inf",
+    "is_grad_enabled", "linalg", "linspace", "load", "manual_seed",
+    "nan", "no_grad", "ones", "ones_like", "pi", "rand", "rand_like", "randint", "randn", "randn_like",
+    "save", "set_grad_enabled", "set_num_threads", "Tensor", "tensor", "unbroadcast", "zeros",
+    "zeros_like", "Generator", "randperm", *_table.function_forms(),
+    *(n for n in DTYPE_NAMES if n not in ("bool", "float", "int")), *LEGACY_TYPES,
 ])

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import autograd, grad_mode, versions
+from . import device as _device
 from .ops.promotion import result_type, scalar_array
 
 # bool < integer < float < complex: an in-place result may not move up this order.
@@ -62,6 +63,8 @@ class Tensor:
     __hash__ = object.__hash__  # identity, as in PyTorch; == is elementwise (ops/logic.py)
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None, name: str | None = None):
+        if dtype is None and isinstance(data, (list, tuple, int, float)) and not isinstance(data, np.generic):
+            dtype = np.float32  # torch.Tensor([1, 2]) is float32 (minigrad.tensor infers int64)
         self.data = to_array(data, dtype)
         self._grad: np.ndarray | None = None
         self._node: autograd.Function | None = None
@@ -112,6 +115,16 @@ class Tensor:
     def dtype(self) -> np.dtype:
         """The element type, a numpy dtype (float32 unless made otherwise)."""
         return self.data.dtype
+
+    @property
+    def device(self) -> _device.device:
+        """Where the tensor is: always device("cpu"), minigrad's one device (see device.py)."""
+        return _device.CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        """False: minigrad computes on the CPU."""
+        return False
 
     @property
     def grad_fn(self) -> autograd.Function | None:

@@ -13,7 +13,8 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
-from minigrad import Tensor
+from minigrad import Tensor, zeros
+from minigrad.device import check_device, is_device
 from minigrad.grad_mode import module_scope
 
 
@@ -57,6 +58,23 @@ class IncompatibleKeys(NamedTuple):
 
 def _join(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
+
+
+def _target_dtype(args: tuple, kwargs: dict) -> Any:
+    """The dtype of Module.to's torch forms, None for none; the device checked to be the CPU."""
+    unknown = set(kwargs) - {"device", "dtype", "non_blocking", "memory_format"}
+    if unknown:
+        raise TypeError(f"Module.to: unexpected keyword {sorted(unknown)[0]!r}")
+    device, dtype = kwargs.get("device"), kwargs.get("dtype")
+    rest = list(args)
+    if rest and is_device(rest[0]):
+        device = rest.pop(0)
+    if len(rest) > 1 or (rest and dtype is not None):
+        raise TypeError(f"Module.to: expected a device, a dtype or a tensor, got {args!r}")
+    if rest:
+        dtype = rest[0].dtype if isinstance(rest[0], Tensor) else rest[0]
+    check_device(device, "Module.to")
+    return dtype
 
 
 class Module:
@@ -210,9 +228,15 @@ class Module:
         for p in self.parameters():
             p.grad = None
 
-    def to(self, dtype: Any) -> Module:
-        """Cast every parameter and floating-point buffer to dtype in place (e.g. float64 for
-        gradient checks); integer buffers (counters) keep their dtype."""
+    def to(self, *args: Any, **kwargs: Any) -> Module:
+        """As torch's Module.to: `to(dtype)`, `to(device)`, `to(device, dtype)`, `to(tensor)`
+        (its dtype), keywords device=, dtype=, non_blocking=. Casts every parameter and
+        floating-point buffer to the dtype in place (e.g. float64 for gradient checks); integer
+        buffers (counters) keep theirs. The device must be the CPU, minigrad's one device (any
+        other is an error naming it). Returns the module."""
+        dtype = _target_dtype(args, kwargs)
+        if dtype is None:
+            return self
         for p in self.parameters():
             p.data = p.data.astype(dtype)
             p.grad = None
@@ -223,6 +247,15 @@ class Module:
 
     def double(self) -> Module:
         return self.to(np.float64)
+
+    def cpu(self) -> Module:
+        """The module itself: its tensors are on the CPU, minigrad's one device."""
+        return self
+
+    def cuda(self, device: Any = None) -> Module:
+        """Refused with an error naming the device: minigrad computes on the CPU only."""
+        zeros(0).cuda(device)
+        return self
 
     def _state_tensors(self) -> dict[str, Tensor]:
         """The tensors of the state dict, in torch's order: each module's parameters, then its

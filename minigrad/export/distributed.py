@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import inspect
 import os
+import shutil
 import signal
-import socket
+import tempfile
 import threading
 from dataclasses import asdict
 from typing import Any, Callable
@@ -84,7 +85,7 @@ class TorchEngine(Engine):
                                progress=progress, log=log)
         job = dict(cfg=asdict(cfg), out_dir=out_dir, resume=resume, progress=progress, threads=self.threads,
                    name=recipe.name, meta=recipe.meta(), weights=recipe.model.state_dict(),
-                   init=f"tcp://127.0.0.1:{_free_port()}")
+                   init=None)
         ctx = mp.get_context("spawn")
         results = ctx.SimpleQueue()
         # Children read OMP_NUM_THREADS when they import numpy and torch, before any of our code.
@@ -95,11 +96,16 @@ class TorchEngine(Engine):
         # until they can handle it (Python installs KeyboardInterrupt only where SIGINT is not
         # ignored), so a Ctrl-C while they import torch cannot leave half of them running.
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
+        # The processes meet at a file, not a TCP port: a port chosen free here can be taken by
+        # another program before the children bind it.
+        meeting = tempfile.mkdtemp(prefix="minigrad-ddp-")
+        job["init"] = "file://" + os.path.join(meeting, "rendezvous")
         try:
             procs = mp.spawn(_spawned, args=(self.nproc, job, results), nprocs=self.nproc, join=False)
             while not procs.join():
                 pass
         finally:
+            shutil.rmtree(meeting, ignore_errors=True)
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
             for k, v in saved.items():
@@ -120,13 +126,6 @@ class TorchEngine(Engine):
 
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()  # signals are set there only
-
-
-def _free_port() -> int:
-    """A TCP port free on the loopback interface (the processes only ever talk over 127.0.0.1)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _spawned(rank: int, world: int, job: dict, results: Any) -> None:

@@ -18,7 +18,10 @@
     indexing.py     gather, scatter, index_select, index_add, masked_fill, masked_select,
                     where, nonzero, y[index] = value
     linalg.py       matmul (@), mm, bmm, outer, einsum
-    dtype.py        to, type, float, double, half, long, int, bool
+    filling.py      fill_, zero_, copy_, uniform_, normal_, bernoulli_, exponential_,
+                    detach_, new_zeros/new_ones/new_empty/new_full/new_tensor
+    dtype.py        to, type, type_as, float, double, half, long, int, bool; the dtype
+                    names (float32, long, ...), legacy types (LongTensor), finfo, iinfo
 
 Beside the kinds: table.py (the declarations), arguments.py (dims and indices, checked),
 promotion.py (the one dtype rule for mixed operands), erf.py (numpy has no erf).
@@ -34,4 +37,4 @@ input that needs no gradient, so the rule is about cost, never about the result.
 """
 
 KINDS = ("arithmetic", "pointwise", "rounding", "logic", "reduce", "ordering", "statistics", "shape",
-         "indexing", "linalg", "dtype")  # minigrad/__init__.py imports each, and so declares its ops
+         "indexing", "linalg", "filling", "dtype")  # minigrad/__init__.py imports each: it declares its ops

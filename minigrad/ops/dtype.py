@@ -1,4 +1,5 @@
-"""Dtype conversions: the Cast op and the methods to, type, float, double, half, long, int, bool."""
+"""Dtypes: the Cast op and the methods to, type, type_as, float, double, half, long, int, bool;
+torch's dtype names and legacy tensor types; finfo and iinfo."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..autograd import Function
+from ..device import check_device, is_device
 from ..tensor import Tensor
 from .table import method
 
@@ -59,14 +61,21 @@ class Cast(Function):
 
 
 @method
-def to(self, *args: Any, dtype: Any = None, copy: bool = False) -> Tensor:
-    """This tensor with `dtype`, as torch's `to`: `x.to(mg.float64)`, `x.to(other)` (other's
-    dtype), `x.to(dtype=...)`. Itself when it has that dtype already, unless copy=True.
-
-    minigrad has one device, so there is no device argument.
+def to(self, *args: Any, device: Any = None, dtype: Any = None, non_blocking: bool = False,
+       copy: bool = False, memory_format: Any = None) -> Tensor:
+    """This tensor with `dtype` on `device`, as torch's `to`: `x.to(mg.float64)`, `x.to("cpu")`,
+    `x.to(device, dtype)`, `x.to(other)` (other's dtype), `x.to(device=..., dtype=...)`. Itself
+    when nothing changes, unless copy=True. The device must be the CPU, minigrad's one device
+    (any other is an error naming it); non_blocking and memory_format are accepted and change
+    nothing here.
     """
+    if args and is_device(args[0]):
+        if device is not None:
+            raise TypeError("to: the device was given both as an argument and as device=")
+        device, args = args[0], args[1:]
+    check_device(device, "to")
     if len(args) > 1:
-        raise TypeError(f"to: expected one dtype or tensor, got {len(args)} arguments")
+        raise TypeError(f"to: expected a device, a dtype or a tensor, got {len(args)} more arguments")
     if args:
         if dtype is not None:
             raise TypeError("to: the dtype was given both as an argument and as dtype=")
@@ -86,6 +95,20 @@ def to(self, *args: Any, dtype: Any = None, copy: bool = False) -> Tensor:
 
 
 @method
+def cpu(self, memory_format: Any = None) -> Tensor:
+    """This tensor itself, as torch's `cpu()` of a tensor on the CPU (minigrad's one device)."""
+    return self
+
+
+@method
+def cuda(self, device: Any = None, non_blocking: bool = False, memory_format: Any = None) -> Tensor:
+    """Refused with an error naming the device: minigrad computes on the CPU only."""
+    index = device if isinstance(device, builtins.int) else getattr(device, "index", None)
+    check_device("cuda" if index is None else f"cuda:{index}", "cuda")  # (always raises)
+    return self
+
+
+@method
 def type(self, dtype: Any = None) -> str | Tensor:
     """With no argument the type name ('minigrad.FloatTensor' for float32, as torch's
     'torch.FloatTensor'); else this tensor cast to `dtype`, a dtype or such a name."""
@@ -94,6 +117,14 @@ def type(self, dtype: Any = None) -> str | Tensor:
     if isinstance(dtype, str):
         dtype = dtype_of_type_name(dtype)
     return self.to(dtype)
+
+
+@method
+def type_as(self, other: Tensor) -> Tensor:
+    """This tensor in other's dtype (itself when it has it already)."""
+    if not isinstance(other, Tensor):
+        raise TypeError(f"type_as: expected a Tensor, got {builtins.type(other).__name__}")
+    return self.to(other.dtype)
 
 
 @method
@@ -178,3 +209,46 @@ def iinfo(type: Any) -> IntInfo:
         raise TypeError(f"iinfo: {dtype} is not an integer dtype; use finfo for floating ones")
     i = np.iinfo(dtype)
     return IntInfo(i.bits, builtins.int(i.max), builtins.int(i.min), dtype.name)
+
+
+# ----------------------------------------------------------------------------- dtype names
+
+# torch's dtype names and aliases (torch.long is torch.int64, ...), each bound to numpy's one
+# dtype object of its kind: `x.dtype is mg.float32` and `x.dtype == mg.long` hold as torch code
+# expects. (bfloat16 is missing: numpy has no such dtype.)
+DTYPE_NAMES = {
+    name: np.dtype(kind) for names, kind in [
+        (("float32", "float"), np.float32), (("float64", "double"), np.float64),
+        (("float16", "half"), np.float16), (("complex64", "cfloat"), np.complex64),
+        (("complex128", "cdouble"), np.complex128), (("int8",), np.int8), (("int16", "short"), np.int16),
+        (("int32", "int"), np.int32), (("int64", "long"), np.int64), (("uint8",), np.uint8),
+        (("uint16",), np.uint16), (("uint32",), np.uint32), (("uint64",), np.uint64),
+        (("bool",), np.bool_),
+    ] for name in names
+}
+
+
+class LegacyTensorType(builtins.type):
+    """The type of torch's legacy constructors: `LongTensor([1, 2])` makes an int64 tensor of
+    the data, `FloatTensor(2, 3)` an uninitialised float32 one of that shape, and
+    `isinstance(x, FloatTensor)` asks whether x is a float32 tensor."""
+
+    dtype: np.dtype
+
+    def __call__(cls, *args: Any) -> Tensor:
+        if all(isinstance(a, builtins.int) and not isinstance(a, builtins.bool) for a in args):
+            return Tensor._make(np.empty(args, dtype=cls.dtype), None)  # a shape (or () for empty)
+        if len(args) > 1:
+            raise TypeError(f"{cls.__name__}: expected data or sizes, got {args!r}")
+        return Tensor._make(np.array(args[0].data if isinstance(args[0], Tensor) else args[0],
+                                     dtype=cls.dtype), None)
+
+    def __instancecheck__(cls, obj: Any) -> builtins.bool:
+        return isinstance(obj, Tensor) and obj.dtype == cls.dtype
+
+
+LEGACY_TYPES = {
+    short: LegacyTensorType(short, (), {"dtype": dtype, "__doc__": f"torch's legacy {dtype.name} tensor type "
+                                        f"and constructor ({short}(data) or {short}(*sizes))."})
+    for dtype, short in TYPE_NAMES.items()
+}

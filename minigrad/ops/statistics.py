@@ -14,7 +14,7 @@ import numpy as np
 
 from ..autograd import Function
 from ..creation import as_tensor
-from ..random import generator as global_generator
+from ..random import numpy_generator
 from ..tensor import Tensor
 from .arguments import one_axis
 from .ordering import GatherSorted
@@ -237,19 +237,19 @@ def _min_scale(a: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
 
 @op
 def multinomial(self, num_samples: int, replacement: bool = False, *,
-                generator: np.random.Generator | None = None) -> Tensor:
+                generator: Any = None) -> Tensor:
     """int64 indices of categories drawn from each row of weights (1-d or 2-d; each row
     non-negative, not necessarily normalised), as torch.multinomial.
 
-    Draws from minigrad's global generator (`manual_seed`), or from `generator`, a numpy
-    Generator. With replacement: inverse-CDF sampling. Without: the exponential race
+    Draws from minigrad's global generator (`manual_seed`), or from `generator` (a
+    minigrad.Generator). With replacement: inverse-CDF sampling. Without: the exponential race
     (PyTorch's algorithm): each category gets the key w / E with E ~ Exp(1), and the
     num_samples largest keys win, in order; a category of weight 0 is never drawn, so
     num_samples may not exceed a row's count of nonzero weights (PyTorch documents that
     rule but its CPU kernel then returns zero-weight categories).
     """
     w = _multinomial_weights(self, num_samples, replacement)
-    rng = global_generator() if generator is None else generator
+    rng = numpy_generator(generator, "multinomial")
     rows, k = w.shape
     if rows == 0:
         out = np.zeros((0, num_samples), dtype=np.int64)

@@ -81,7 +81,7 @@ class TorchFace(types.ModuleType):
         self.__dict__["_module"] = module
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):  # __path__, __file__, ...: as a module without them
+        if name.startswith("__"):  # dunder look-ups (__path__, __spec__): as a module without them
             raise AttributeError(name)
         full = f"{self.__name__}.{name}"
         if full in TORCH_MODULES:

@@ -1,4 +1,5 @@
-"""torch's numbers and dtype facts: minigrad.pi, e, inf, nan, finfo and iinfo."""
+"""torch's numbers and dtype facts: minigrad.pi, e, inf, nan, finfo and iinfo; the dtype names
+and aliases (one object per dtype), the legacy tensor types, torch.Tensor(list) as float32."""
 
 import math
 
@@ -46,3 +47,44 @@ def test_as_torch():
             (torch.iinfo(theirs).max, torch.iinfo(theirs).min, torch.iinfo(theirs).bits)
     with pytest.raises(TypeError):
         torch.finfo(torch.int64)
+
+
+ALIASES = {"float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
+           "short": "int16", "cfloat": "complex64", "cdouble": "complex128"}
+
+
+def test_each_dtype_is_one_object_compared_by_identity_as_torch_code_does():
+    x = mg.ones(2)
+    assert x.dtype is mg.float32 and x.long().dtype is mg.long is mg.int64
+    assert x.double().dtype is mg.double and x.half().dtype is mg.half and x.bool().dtype is mg.bool
+    for alias, name in ALIASES.items():
+        assert getattr(mg, alias) is getattr(mg, name) is np.dtype(name), alias
+    assert mg.zeros(2, dtype=mg.long).dtype is mg.int64 and mg.arange(3).dtype is mg.long
+    assert "float" not in mg.__all__ and "bool" not in mg.__all__  # `import *` keeps the builtins
+
+
+def test_legacy_types_make_tensors_and_answer_isinstance():
+    ids = mg.LongTensor([1, 2, 3])
+    assert ids.dtype is mg.int64 and ids.tolist() == [1, 2, 3] and not ids.requires_grad
+    assert mg.FloatTensor(2, 3).shape == (2, 3) and mg.FloatTensor(2, 3).dtype is mg.float32
+    assert isinstance(mg.ones(1), mg.FloatTensor) and not isinstance(mg.ones(1), mg.LongTensor)
+    assert isinstance(ids, mg.Tensor) and mg.BoolTensor([True]).dtype is mg.bool
+    with pytest.raises(TypeError, match="LongTensor: expected data or sizes"):
+        mg.LongTensor([1], [2])
+
+
+def test_tensor_of_python_data_is_float32_as_torch_tensor():
+    assert mg.Tensor([1, 2]).dtype is mg.float32 and mg.Tensor([True]).dtype is mg.float32
+    assert mg.Tensor(np.arange(3)).dtype is mg.int64  # an array keeps its dtype
+    assert mg.tensor([1, 2]).dtype is mg.int64  # minigrad.tensor infers, as torch.tensor
+
+
+def test_dtype_names_as_torch():
+    torch = pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]'")
+    for alias, name in ALIASES.items():
+        assert getattr(torch, alias) is getattr(torch, name), alias  # the same aliases in torch
+        ours, theirs = mg.ones(2).to(getattr(mg, alias)), torch.ones(2).to(getattr(torch, alias))
+        assert str(theirs.dtype) == f"torch.{ours.dtype.name}", alias
+    assert torch.Tensor([1, 2]).dtype == torch.float32 and torch.LongTensor([1]).dtype == torch.int64
+    assert mg.ones(3).type_as(mg.zeros(1, dtype=mg.long)).dtype is mg.long
+    assert torch.ones(3).type_as(torch.zeros(1, dtype=torch.long)).dtype is torch.long

@@ -93,7 +93,7 @@ def test_dtype_errors():
         x.to(3)
     with pytest.raises(TypeError, match="to: the dtype was given both"):
         x.to(mg.float64, dtype=mg.float64)
-    with pytest.raises(TypeError, match="to: expected one dtype or tensor, got 2"):
+    with pytest.raises(TypeError, match="to: expected a device, a dtype or a tensor, got 2 more arguments"):
         x.to(mg.float64, mg.float32)
 
 # ----------------------------------------------------------------------------- casts and their gradients

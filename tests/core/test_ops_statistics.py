@@ -34,7 +34,9 @@ GRADCHECKS = [
     pytest.param(lambda x, d: x.median(), distinct, id="median-all"),
     pytest.param(lambda x, d: mg.median(x, one_axis(d, x)).values, distinct, id="median-dim"),
     pytest.param(lambda x, d: x.median(one_axis(d, x), keepdim=True)[0], distinct, id="median-keepdim"),
-    pytest.param(lambda x, d: x.norm(dim=d), lambda s: arrays(s, away_from_zero=0.1), id="norm-fro"),
+    # "fro" over at most two dims (over three torch asks for a matrix norm and refuses, as minigrad)
+    pytest.param(lambda x, d: x.norm(dim=d if d is None or isinstance(d, int) else d[:2]),
+                 lambda s: arrays(s, away_from_zero=0.1), id="norm-fro"),
     pytest.param(lambda x, d: mg.linalg.vector_norm(x, 1, d, keepdim=True),
                  lambda s: arrays(s, away_from_zero=1e-2), id="vector_norm-1"),
     pytest.param(lambda x, d: mg.linalg.vector_norm(x, inf, d), distinct_magnitudes, id="vector_norm-inf"),

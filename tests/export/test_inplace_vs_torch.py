@@ -75,3 +75,28 @@ def test_the_table_covers_every_in_place_variant():
     names = _names()
     assert len(names) > 60
     assert all(hasattr(torch.Tensor, n + "_") for n in names)  # each is one of torch's
+
+
+@pytest.mark.parametrize("fill", ["fill_", "zero_", "copy_"])
+def test_fills_inside_a_forward_get_torchs_gradients(fill):
+    """fill_ with a 0-d tensor value, zero_, and copy_ from a broadcast source, between ops."""
+    w = np.random.default_rng(2).normal(size=X.shape)
+    grads = []
+    for lib in (mg, torch):
+        x = lib.tensor(X.copy(), requires_grad=True)
+        v = lib.tensor(0.3, dtype=lib.float64, requires_grad=True)
+        src = lib.tensor(X[0].copy() * 2, requires_grad=True)
+        y = x * 2.0
+        if fill == "fill_":
+            y.fill_(v)
+        elif fill == "zero_":
+            y.zero_()
+        else:
+            y.copy_(src)
+        (y * x * lib.tensor(w)).sum().backward()
+        grads.append([np.asarray(t.grad) if t.grad is not None else None for t in (x, v, src)])
+    for ours, theirs in zip(*grads):
+        if theirs is None:
+            assert ours is None
+        else:
+            np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-15)
