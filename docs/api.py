@@ -41,6 +41,7 @@ MODULES = [
     ("minigrad.optim", ["torch.optim", "torch.optim.lr_scheduler", "torch.nn.utils"]),
     ("minigrad.optim.lr_scheduler", ["torch.optim.lr_scheduler"]),
     ("minigrad.linalg", ["torch.linalg"]),
+    ("minigrad.utils.data", ["torch.utils.data"]),
 ]
 
 # (module, name) -> the counterpart column, written by hand: names PyTorch spells differently

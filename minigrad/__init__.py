@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from . import _source_tree, linalg, optim
+from . import _source_tree, linalg, optim, utils
 from .autograd import Function, unbroadcast
 from .creation import (
     arange,
@@ -88,7 +88,7 @@ __all__ = sorted([
     "full", "full_like", "Function", "get_num_threads", "gradcheck", "GradcheckError", "iinfo", "inf",
     "is_grad_enabled", "linalg", "linspace", "load", "manual_seed",
     "nan", "no_grad", "ones", "ones_like", "pi", "rand", "rand_like", "randint", "randn", "randn_like",
-    "save", "set_grad_enabled", "set_num_threads", "Tensor", "tensor", "unbroadcast", "zeros",
+    "save", "set_grad_enabled", "set_num_threads", "Tensor", "tensor", "unbroadcast", "utils", "zeros",
     "zeros_like", "Generator", "randperm", *_table.function_forms(),
     *(n for n in DTYPE_NAMES if n not in ("bool", "float", "int")), *LEGACY_TYPES,
 ])
