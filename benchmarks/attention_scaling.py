@@ -67,7 +67,7 @@ def step(kernel: str, T: int, causal: bool, arrays: list[np.ndarray]):
         else:
             out = Attention.apply(*ts, allowed=_causal(T, T) if causal else None, scale=D ** -0.5)
         out.backward(g)
-        return [out.data] + [t.grad for t in ts]
+        return [out._data] + [t._grad for t in ts]
     return run
 
 

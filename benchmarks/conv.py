@@ -62,8 +62,8 @@ def pair(shape: tuple[int, ...], out_channels: int, seed: int = 0):
     layer = nn.Conv2d(shape[1], out_channels, 3, padding=1)
     twin = torch.nn.Conv2d(shape[1], out_channels, 3, padding=1)
     with torch.no_grad():
-        twin.weight.copy_(torch.from_numpy(layer.weight.data))
-        twin.bias.copy_(torch.from_numpy(layer.bias.data))
+        twin.weight.copy_(torch.from_numpy(layer.weight._data))
+        twin.bias.copy_(torch.from_numpy(layer.bias._data))
     x_np = rng.standard_normal(shape).astype(np.float32)
     x, tx = mg.tensor(x_np, requires_grad=True), torch.tensor(x_np, requires_grad=True)
     g_np = rng.standard_normal((shape[0], out_channels) + shape[2:]).astype(np.float32)
@@ -81,8 +81,8 @@ def pair(shape: tuple[int, ...], out_channels: int, seed: int = 0):
 
     ours()
     theirs()
-    for mine, ref in ((layer.weight.grad, twin.weight.grad), (layer.bias.grad, twin.bias.grad),
-                      (x.grad, tx.grad)):
+    for mine, ref in ((layer.weight._grad, twin.weight.grad), (layer.bias._grad, twin.bias.grad),
+                      (x._grad, tx.grad)):
         np.testing.assert_allclose(mine, ref.numpy(), rtol=1e-3, atol=1e-3)
     return ours, theirs
 

@@ -128,9 +128,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     fused_layer = layer
     composed_layer = copy.deepcopy(layer)  # the same weights, with the composed attention
     composed_layer.self_attn.fused = False
-    want = fused_layer(x, is_causal=args.causal).data
+    want = fused_layer(x, is_causal=args.causal)._data
     for other in (composed_layer(x, is_causal=args.causal), primitive_layer(layer, x, args.causal)):
-        np.testing.assert_allclose(other.data, want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(other._data, want, rtol=1e-4, atol=1e-4)
     results = median_ms({
         "layer_fused": layer_step(fused_layer, x, g, args.causal),
         "layer_composed": layer_step(composed_layer, x, g, args.causal),

@@ -126,7 +126,7 @@ def run_torch(steps: int, threads: int) -> dict:
         for name, p in model.named_parameters():
             theirs = name.replace("mlp.", "").replace("attn.", "")
             key = next(k for k in ours if k.replace("mlp.", "").replace("attn.", "") == theirs)
-            p.copy_(torch.from_numpy(ours[key].data))
+            p.copy_(torch.from_numpy(ours[key]._data))
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     x, y = (torch.from_numpy(a) for a in batch())
     info = {"loss": model(x, y).item()}

@@ -132,7 +132,7 @@ def make_case(side: int, ops: int, seed: int):
     x, w, b = (mg.tensor(a, requires_grad=True) for a in (x0, w0, b0))
     ours, theirs = minigrad_chain(x, w, b, ops, g), numpy_chain(x0, w0, b0, ops, g)
     ours()
-    for mine, ref in zip((x.grad, w.grad, b.grad), theirs()):
+    for mine, ref in zip((x._grad, w._grad, b._grad), theirs()):
         np.testing.assert_allclose(mine, ref, rtol=1e-4, atol=1e-5)  # the same math, really
     return ours, theirs
 

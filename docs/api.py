@@ -92,7 +92,6 @@ SUMMARY = {
     "e": "Euler's number as a Python float, as `torch.e`.",
     "inf": "Positive infinity as a Python float, as `torch.inf`.",
     "nan": "Not a number, as a Python float, as `torch.nan`.",
-    "data": "The `np.ndarray` the tensor wraps.",
     "requires_grad": "Whether backward computes a gradient for this tensor.",
     "name": "A label for graph drawings (`mg.tensor(..., name=\"x\")`).",
 }

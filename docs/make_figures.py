@@ -53,7 +53,7 @@ def lecture_attention(path: str) -> None:
         e = np.exp(z)
         return e / e.sum(-1, keepdims=True)
 
-    S = Q.data @ K.data.T / np.sqrt(d)
+    S = Q.numpy() @ K.numpy().T / np.sqrt(d)
     mask = np.triu(np.ones((N, N)), 1) * -1e9
     assert np.allclose(full, softmax(S)) and np.allclose(causal, softmax(S + mask))
     fig = plot_attention(np.stack([full, causal]), x_tokens=tokens,

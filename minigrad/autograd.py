@@ -59,7 +59,7 @@ class Function:
         ctx = cls()
         # The count as forward starts: a change during forward (another thread's) is later.
         edits = _versions.edits
-        out = cls.forward(ctx, *[t.data for t in inputs], **options)
+        out = cls.forward(ctx, *[t._data for t in inputs], **options)
         if type(out) is not np.ndarray:  # numpy reductions return scalars
             out = np.asarray(out)
         state = _get_state(_DEFAULT)  # this thread's grad mode, module scope and hooks
@@ -184,15 +184,15 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
             for t, parent, need, gi in zip(node.inputs, node.parents, node.needs_input_grad, grads):
                 if gi is None or not need:  # the chain rule: add each input's share
                     continue
-                if type(gi) is not np.ndarray or gi.shape != t.data.shape:
-                    gi = _fit(gi, t.data.shape, node)  # a numpy scalar, or broadcast by forward
+                if type(gi) is not np.ndarray or gi.shape != t._data.shape:
+                    gi = _fit(gi, t._data.shape, node)  # a numpy scalar, or broadcast by forward
                 if parent is None:
                     _add_leaf(leaves, t, gi)
                 else:
                     key = id(parent)
                     prev = pending.get(key)
                     pending[key] = gi if prev is None else prev + gi
-                    if t.data.size > keep_values:
+                    if t._data.size > keep_values:
                         holds_activation = True
             if not retain_graph:
                 node.saved = None  # the node is done: free the arrays its forward saved
@@ -208,10 +208,10 @@ def _accumulate_leaves(leaves: dict) -> None:
         if leaf._hooks:
             for hook in leaf._hooks:
                 g = _run_hook(hook, g)
-        if leaf.grad is None:
+        if leaf._grad is None:
             leaf.grad = g
         else:
-            leaf.grad += g
+            leaf._grad += g
 
 
 def _check_saved(node: Function) -> None:
@@ -233,7 +233,7 @@ def _output_hooks(node: Function, g: np.ndarray) -> np.ndarray:
     if node.retained is not None:
         out = node.retained()
         if out is not None:
-            out.grad = np.array(g, dtype=out.dtype) if out.grad is None else out.grad + g
+            out.grad = np.array(g, dtype=out.dtype) if out._grad is None else out._grad + g
     return g
 
 
@@ -255,7 +255,7 @@ def _add_leaf(leaves: dict, t: Tensor, g: np.ndarray) -> None:
     if entry is None:
         # Copy: a backward rule may hand the same array to several inputs, and .grad is
         # updated in place later. The copy also gives the gradient the leaf's dtype.
-        leaves[id(t)] = [t, g.astype(t.data.dtype)]
+        leaves[id(t)] = [t, g.astype(t._data.dtype)]
     else:
         entry[1] += g
 
@@ -274,10 +274,12 @@ def _fit(gi: Any, shape: tuple[int, ...], node: Function) -> np.ndarray:
 
 
 def _run_hook(hook: Callable, g: np.ndarray) -> np.ndarray:
-    out = hook(g)
+    """hook(grad) with the gradient as a Tensor, as torch's hooks get it; what it returns (a
+    Tensor or an array) replaces the gradient."""
+    out = hook(Tensor._make(g, None))
     if out is None:
         return g
-    out = np.array(getattr(out, "data", out))  # a copy: the engine may update it in place
+    out = np.array(getattr(out, "_data", out))  # a copy: the engine may update it in place
     if out.shape != g.shape:
         raise RuntimeError(f"hook returned a gradient of shape {out.shape}, expected {g.shape}")
     return out

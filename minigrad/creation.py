@@ -90,7 +90,7 @@ def linspace(start: float, end: float, steps: int, *, dtype: Any = None,
         raise TypeError(f"linspace: steps must be an int, not {steps!r}")
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
-    start, end = (float(getattr(v, "data", v)) for v in (start, end))  # 0-d tensors too
+    start, end = (float(getattr(v, "_data", v)) for v in (start, end))  # 0-d tensors too
     if dtype is not None and np.dtype(dtype).kind in "biu":
         start, end = float(int(start)), float(int(end))
     values = np.linspace(start, end, int(steps), dtype=np.float64)

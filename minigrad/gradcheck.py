@@ -76,15 +76,15 @@ def finite_differences(fn: Callable[..., Any], inputs: Sequence[Any], eps: float
 
     def loss() -> float:
         with no_grad():
-            return float(sum((o.data * g).sum() for o, g in zip(_outputs(fn(*xs)), gs)))
+            return float(sum((o._data * g).sum() for o, g in zip(_outputs(fn(*xs)), gs)))
 
     found = []
     for i, x in enumerate(xs):
         if not x.requires_grad:
             continue
-        analytic = x.grad.copy() if x.grad is not None else np.zeros_like(x.data)
+        analytic = x._grad.copy() if x._grad is not None else np.zeros_like(x._data)
         numeric = np.zeros(x.shape)
-        flat, num = x.data.reshape(-1), numeric.reshape(-1)  # views: perturbing flat perturbs x
+        flat, num = x._data.reshape(-1), numeric.reshape(-1)  # views: perturbing flat perturbs x
         for j in range(flat.size):
             orig = flat[j]
             flat[j] = orig + eps
@@ -113,7 +113,7 @@ def _nothing_to_check(fn: Callable[..., Any], inputs: Sequence[Any]) -> str:
     parts = []
     for label, x in zip(input_names(fn, len(inputs)), inputs):
         name = label[:-1] + ")" if label.endswith(",") else label[:-2]  # 'q (input 0)', 'input 0'
-        data = x.data if isinstance(x, Tensor) else np.asarray(x)
+        data = x._data if isinstance(x, Tensor) else np.asarray(x)
         if data.dtype.kind != "f":
             parts.append(f"{name} holds {data.dtype} values (shape {data.shape})")
         else:
@@ -204,7 +204,7 @@ def _as_float64(x: Any) -> Tensor:
     The copy keeps x's class (a Parameter stays a Parameter), so code that checks what it is
     handed (a Module finding its parameters) sees the same kind of tensor.
     """
-    data = x.data if isinstance(x, Tensor) else np.asarray(x)
+    data = x._data if isinstance(x, Tensor) else np.asarray(x)
     if data.dtype.kind != "f":
         return x if isinstance(x, Tensor) else Tensor(data)
     wants = x.requires_grad if isinstance(x, Tensor) else True

@@ -58,18 +58,19 @@ class Released:
     tensors and stay as they are.
     """
 
-    __slots__ = ("shape", "dtype", "name", "_node", "grad", "_small")
+    __slots__ = ("shape", "dtype", "name", "_node", "_grad", "_small")
     requires_grad = True
     released = True
 
     def __init__(self, t: Tensor) -> None:
-        a = t.data
-        self.shape, self.dtype, self.name, self._node, self.grad = a.shape, a.dtype, t.name, t._node, t.grad
+        a = t._data
+        self.shape, self.dtype, self.name, self._node, self._grad = a.shape, a.dtype, t.name, t._node, t._grad
         self._small = a if a.size <= KEEP_VALUES else None
 
     @property
-    def data(self) -> np.ndarray:
-        """The kept values, or a read-only stand-in of the right shape (zeros, no memory)."""
+    def _data(self) -> np.ndarray:
+        """The kept values (as a Tensor's `_data`), or a read-only stand-in of the right shape
+        (zeros, no memory)."""
         if self._small is not None:
             return self._small
         return np.broadcast_to(np.zeros((), self.dtype), self.shape)

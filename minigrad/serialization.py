@@ -88,8 +88,7 @@ def _as_array(key: Any, value: Any) -> np.ndarray:
     if isinstance(value, np.ndarray):
         arr = value
     else:
-        # Not `getattr(value, "data", value)`: a numpy array's .data is a raw buffer.
-        data = value.data if isinstance(value, Tensor) else value
+        data = value._data if isinstance(value, Tensor) else value
         try:
             arr = np.asarray(data)
         except (ValueError, TypeError) as e:  # ragged lists and the like

@@ -26,7 +26,7 @@ def to_array(data: Any, dtype: Any = None) -> np.ndarray:
     """The dtype policy, PyTorch's: Python floats (and lists with any float) become float32,
     ints int64, bools bool; numpy arrays keep their dtype; an explicit `dtype` wins."""
     if isinstance(data, Tensor):
-        data = data.data
+        data = data._data
     try:
         arr = np.asarray(data, dtype=dtype)
     except ValueError as e:  # e.g. [[1, 2], [3]]: numpy's message alone does not name the call
@@ -49,8 +49,9 @@ class Tensor:
     """An n-dimensional array that records how it was computed, for reverse-mode autodiff.
 
     Attributes:
-        data: the numpy array of values.
-        grad: d(loss)/d(self) as a numpy array of the same shape, filled by `backward()` on
+        data: this tensor's values as a Tensor cut from the graph, sharing the memory (as
+            torch's `.data`); `numpy()` gives the array itself.
+        grad: d(loss)/d(self) as a Tensor of the same shape, filled by `backward()` on
             leaves (and on intermediates that called `retain_grad()`), else None.
         requires_grad: whether gradients flow to this tensor.
         _version: how many times its storage was changed in place (`+=`, an optimizer step);
@@ -58,14 +59,17 @@ class Tensor:
             has changed since that op ran, rather than compute a wrong gradient.
     """
 
-    __slots__ = ("data", "_grad", "requires_grad", "_node", "_hooks", "name", "__weakref__")
-    __array_ufunc__ = None  # numpy defers to our reflected operators: array * tensor works
+    # _data: the np.ndarray of values (what ops compute on); _grad: the gradient's array, or None
+    __slots__ = ("_data", "_grad", "requires_grad", "_node", "_hooks", "name", "__weakref__")
+    # numpy defers to our reflected operators (array * tensor is Tensor.__rmul__), as to torch's
+    # tensors; a numpy function given a tensor computes on its array (np.exp(x) is an array).
+    __array_priority__ = 1000
     __hash__ = object.__hash__  # identity, as in PyTorch; == is elementwise (ops/logic.py)
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None, name: str | None = None):
         if dtype is None and isinstance(data, (list, tuple, int, float)) and not isinstance(data, np.generic):
             dtype = np.float32  # torch.Tensor([1, 2]) is float32 (minigrad.tensor infers int64)
-        self.data = to_array(data, dtype)
+        self._data = to_array(data, dtype)
         self._grad: np.ndarray | None = None
         self._node: autograd.Function | None = None
         self._hooks: list[Callable] | None = None
@@ -78,43 +82,54 @@ class Tensor:
     def _make(cls, data: np.ndarray, node: autograd.Function | None) -> Tensor:
         """Wrap an op's output (fast path for Function.apply)."""
         t = object.__new__(Tensor)
-        t.data, t._grad, t._node, t._hooks, t.name = data, None, node, None, None
+        t._data, t._grad, t._node, t._hooks, t.name = data, None, node, None, None
         t.requires_grad = node is not None
         return t
 
     # ------------------------------------------------------------------ properties
 
     @property
-    def grad(self) -> np.ndarray | None:
-        """d(loss)/d(self): None, or an np.ndarray of this tensor's shape and dtype (also when
-        0-d: a numpy scalar could be neither clipped nor zeroed in place)."""
-        return self._grad
+    def data(self) -> Tensor:
+        """The values, cut from the graph, in a Tensor sharing this one's memory (as torch's
+        `.data`): changing it changes this tensor, unseen by autograd. Setting `x.data = y`
+        makes x hold y's values (any shape or dtype) and keeps x's place in the graph."""
+        return Tensor._make(self._data, None)
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        self._data = value._data if isinstance(value, Tensor) else to_array(value)
+
+    @property
+    def grad(self) -> Tensor | None:
+        """d(loss)/d(self): None, or a Tensor of this tensor's shape and dtype (it shares the
+        gradient's memory: `x.grad.zero_()` zeroes it)."""
+        return None if self._grad is None else Tensor._make(self._grad, None)
 
     @grad.setter
     def grad(self, value: Any) -> None:
         if value is not None:
-            value = getattr(value, "data", value)  # a Tensor's array, as PyTorch accepts a tensor
-            if type(value) is not np.ndarray or value.dtype != self.data.dtype:
-                value = np.array(value, dtype=self.data.dtype)
-            if value.shape != self.data.shape:
+            value = value._data if isinstance(value, Tensor) else value  # as PyTorch, a tensor; or an array
+            if type(value) is not np.ndarray or value.dtype != self._data.dtype:
+                value = np.array(value, dtype=self._data.dtype)
+            if value.shape != self._data.shape:
                 raise ValueError(f"grad: a gradient of shape {value.shape} for a tensor of shape "
-                                 f"{self.data.shape}; it must have the tensor's shape")
+                                 f"{self._data.shape}; it must have the tensor's shape")
         self._grad = value
 
     @property
     def shape(self) -> tuple[int, ...]:
         """The size of each axis, a tuple (PyTorch's torch.Size is a tuple too)."""
-        return self.data.shape
+        return self._data.shape
 
     @property
     def ndim(self) -> int:
         """The number of axes (0 for a scalar)."""
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def dtype(self) -> np.dtype:
         """The element type, a numpy dtype (float32 unless made otherwise)."""
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def device(self) -> _device.device:
@@ -151,7 +166,7 @@ class Tensor:
 
     def numel(self) -> int:
         """The number of elements (the product of the shape)."""
-        return self.data.size
+        return self._data.size
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -166,7 +181,7 @@ class Tensor:
         return (self[i] for i in range(self.shape[0]))
 
     def __repr__(self) -> str:
-        body = np.array2string(self.data, separator=", ", prefix="tensor(", precision=4)
+        body = np.array2string(self._data, separator=", ", prefix="tensor(", precision=4)
         extra = ""
         if self.dtype != np.float32:
             extra += f", dtype={self.dtype}"
@@ -193,7 +208,7 @@ class Tensor:
                 "through; create inputs with requires_grad=True"
             )
         if gradient is None:
-            if self.data.size != 1:
+            if self._data.size != 1:
                 raise RuntimeError(
                     f"backward: the output has shape {self.shape}, not a scalar; pass the "
                     "gradient of the loss with respect to it: y.backward(g)"
@@ -224,21 +239,22 @@ class Tensor:
         Changing the result in place changes this tensor too, so backward through a graph
         that saved this tensor then raises (see `_version`).
         """
-        return Tensor._make(self.data, None)
+        return Tensor._make(self._data, None)
 
     @property
     def _version(self) -> int:
         """How many times this tensor's storage (shared with its views and detach()) was
         changed in place. Backward raises when an array some op saved has changed since."""
-        return versions.version(self.data)
+        return versions.version(self._data)
 
     def retain_grad(self) -> None:
         """Keep `.grad` on this intermediate tensor after backward (leaves always keep it)."""
         if self._node is not None:
             self._node.retained = weakref.ref(self)
 
-    def register_hook(self, hook: Callable[[np.ndarray], Any]) -> Callable[[], None]:
-        """Call `hook(grad)` when this tensor's gradient is computed, once per backward.
+    def register_hook(self, hook: Callable[[Tensor], Any]) -> Callable[[], None]:
+        """Call `hook(grad)` (grad a Tensor) when this tensor's gradient is computed, once per
+        backward.
 
         The hook may return a replacement gradient. Returns a function that removes it.
         """
@@ -263,20 +279,20 @@ class Tensor:
 
     def item(self) -> float | int | bool:
         """The value of a one-element tensor as a Python number."""
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError(f"item: only a one-element tensor has an item, not shape {self.shape}")
-        return self.data.item()
+        return self._data.item()
 
     def numpy(self) -> np.ndarray:
         """The underlying array (shared, not copied)."""
-        return self.data
+        return self._data
 
     def tolist(self) -> Any:
         """The values as (nested) Python lists of numbers."""
-        return self.data.tolist()
+        return self._data.tolist()
 
     def __bool__(self) -> bool:
-        if self.data.size != 1:  # `if x > 0:` on a whole tensor: say which tensor, as PyTorch does
+        if self._data.size != 1:  # `if x > 0:` on a whole tensor: say which tensor, as PyTorch does
             raise ValueError(f"bool: the truth value of a tensor of shape {self.shape} is ambiguous; "
                              "use (x > 0).any() or .all(), or x.item() on a one-element tensor")
         return bool(self.item())
@@ -284,11 +300,15 @@ class Tensor:
     def __float__(self) -> float:
         return float(self.item())
 
+    def __format__(self, spec: str) -> str:
+        """f"{loss:.3f}" formats a 0-d tensor as its number, as torch's."""
+        return format(self.item(), spec) if self.ndim == 0 else object.__format__(self, spec)
+
     def __int__(self) -> int:
         return int(self.item())
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return self.data if dtype is None else self.data.astype(dtype)
+        return self._data if dtype is None else self._data.astype(dtype)
 
     # ------------------------------------------------------------------ operands and in-place updates
 
@@ -326,10 +346,10 @@ class Tensor:
             raise RuntimeError(
                 f"{symbol}: in-place update of a tensor that requires grad; wrap it in `with no_grad():`"
             )
-        value = getattr(other, "data", other)
+        value = getattr(other, "_data", other)
         if not isinstance(value, (bool, int, float, complex)):
             value = np.asarray(value)  # Python scalars stay weak: int64 += 1 stays int64
-        result = result_type(self.data, value)
+        result = result_type(self._data, value)
         if op is np.true_divide and result.kind in "biu":
             result = np.dtype(np.float32)
         if _KIND_RANK[result.kind] > _KIND_RANK[self.dtype.kind]:
@@ -339,8 +359,8 @@ class Tensor:
                 f"{self.dtype} tensor cannot hold in place; write x = x {symbol[0]} y for a new "
                 "tensor, or convert first (x = x.float())"
             )
-        op(self.data, value, out=self.data, casting="unsafe")
-        versions.bump(self.data)
+        op(self._data, value, out=self._data, casting="unsafe")
+        versions.bump(self._data)
         return self
 
     def _take_result(self, result: Tensor, op: str) -> Tensor:
@@ -369,15 +389,15 @@ class Tensor:
             raise TypeError(f"{op}: the result is {result.dtype}, which a tensor of {self.dtype} cannot hold "
                             f"in place; use the out-of-place {op[:-1]}, or convert first (x = x.float())")
         if node is not None:
-            mine = versions.storage(self.data)
+            mine = versions.storage(self._data)
             if node.saved:
                 node.saved = tuple(a.copy() if isinstance(a, np.ndarray) and versions.storage(a) is mine
                                    else a for a in node.saved)
-            before = Tensor._make(self.data, self._node)  # x as the op read it, for drawings
+            before = Tensor._make(self._data, self._node)  # x as the op read it, for drawings
             before.requires_grad, before.name = self.requires_grad, self.name
             node.inputs = tuple(before if t is self else t for t in node.inputs)
-        np.copyto(self.data, result.data, casting="unsafe")
-        versions.bump(self.data)
+        np.copyto(self._data, result._data, casting="unsafe")
+        versions.bump(self._data)
         if node is not None:
             self._node, self.requires_grad = node, True
         return self

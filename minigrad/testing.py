@@ -151,8 +151,8 @@ def attention_grads(fn: Callable[..., Tensor], q: np.ndarray, k: np.ndarray, v: 
     m = None if mask is None else tensor(mask, requires_grad=mask.dtype.kind == "f")
     out = fn(*ts, mask=m, **options)
     out.backward(g)
-    grads = [t.grad for t in ts] + ([m.grad] if m is not None and m.requires_grad else [])
-    return out.data, grads
+    grads = [t._grad for t in ts] + ([m._grad] if m is not None and m.requires_grad else [])
+    return out._data, grads
 
 
 @st.composite

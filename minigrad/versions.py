@@ -109,8 +109,8 @@ def check(node: Function) -> None:
         s = storage(a)
         what, shape = "output", a.shape  # saved, but no input's: the output (or a view of it)
         for i, t in enumerate(node.inputs):
-            if storage(t.data) is s:
-                what, shape = f"input {i}", t.data.shape
+            if storage(t._data) is s:
+                what, shape = f"input {i}", t._data.shape
                 break
         raise RuntimeError(_message(node, what, shape, vc))
 

@@ -147,7 +147,7 @@ class BERT(nn.Module):
 
     def forward(self, idx: Any, segments: Any = None, pad_mask: Any = None,
                 positions: np.ndarray | None = None) -> tuple[Tensor, Tensor]:
-        idx = np.asarray(getattr(idx, "data", idx))
+        idx = np.asarray(getattr(idx, "_data", idx))
         B, T = idx.shape
         if T > self.config.block_size:
             raise ValueError(
@@ -160,14 +160,14 @@ class BERT(nn.Module):
         x = self.encoder(x, attend_mask=pad_mask)  # (B, T, C): every token sees every real token
         nsp_logits = self.nsp_head(x)  # (B, 2)
         if positions is not None:
-            x = x[np.asarray(getattr(positions, "data", positions), dtype=bool)]  # (N, C)
+            x = x[np.asarray(getattr(positions, "_data", positions), dtype=bool)]  # (N, C)
         return self.mlm_head(x), nsp_logits  # (B, T, V) or (N, V); (B, 2)
 
     def loss(self, idx: Any, segments: Any, labels: Any, is_next: Any, pad_mask: Any = None) -> Tensor:
         """Masked-LM cross-entropy over the selected positions (labels != -100) plus the
         next-sentence cross-entropy. The vocabulary scores are computed at the selected
         positions only (about 15% of the tokens), as in the original implementation."""
-        labels = np.asarray(getattr(labels, "data", labels))
+        labels = np.asarray(getattr(labels, "_data", labels))
         selected = labels != IGNORE  # (B, T)
         mlm_logits, nsp_logits = self(idx, segments, pad_mask, positions=selected)  # (N, V), (B, 2)
         return F.cross_entropy(mlm_logits, labels[selected]) + F.cross_entropy(nsp_logits, is_next)
@@ -196,7 +196,7 @@ def mask_tokens(ids: Any, tokenizer: Any, rng: np.random.Generator,
         (inputs, labels), both (B, T) int64: the corrupted ids, and the original id at the
         selected positions, -100 elsewhere (ignored by the loss).
     """
-    ids = np.asarray(getattr(ids, "data", ids), dtype=np.int64)
+    ids = np.asarray(getattr(ids, "_data", ids), dtype=np.int64)
     first_word = len(tokenizer.SPECIAL_TOKENS)  # ids below this are special
     selected = (ids >= first_word) & (rng.random(ids.shape) < mask_prob)
     r = rng.random(ids.shape)  # one draw decides: < 0.8 [MASK], < 0.9 random word, else keep

@@ -194,7 +194,7 @@ class Captioner(nn.Module):
         tgt_in = np.concatenate([np.full((len(words), 1), self.config.bos_id), words[:, :-1]], axis=1)
         with nn.evaluating(self):
             _, weights = self(images, mg.tensor(tgt_in))  # (B, L, N)
-        return weights.data
+        return weights._data
 
     @mg.no_grad()
     def generate(self, images: Tensor | np.ndarray, max_len: int = 8, beam_size: int = 1) -> np.ndarray:
@@ -217,9 +217,9 @@ class Captioner(nn.Module):
             out, weights = [], []
             for _ in range(max_len):
                 logits, state, w = self.decoder(self.embed(mg.tensor(token)), state, annotations, keys)
-                token = np.where(finished, cfg.pad_id, logits.data.argmax(-1))  # (B,)
+                token = np.where(finished, cfg.pad_id, logits._data.argmax(-1))  # (B,)
                 out.append(token)
-                weights.append(w.data)  # (B, N)
+                weights.append(w._data)  # (B, N)
                 finished |= token == cfg.eos_id
                 if finished.all():
                     break
@@ -251,7 +251,7 @@ class Captioner(nn.Module):
             finished = np.zeros(B * K, dtype=bool)
             for _ in range(max_len):
                 logits, state, _ = self.decoder(self.embed(mg.tensor(token)), state, annotations, keys)
-                logp = logits.log_softmax(-1).data.astype(np.float64)  # (B*K, V)
+                logp = logits.log_softmax(-1)._data.astype(np.float64)  # (B*K, V)
                 logp[finished] = -np.inf
                 logp[finished, cfg.pad_id] = 0.0
                 V = logp.shape[1]

@@ -142,4 +142,4 @@ class CNN(nn.Module):
         with nn.evaluating(self):
             with mg.no_grad():
                 logits = self(images)  # (B, K)
-        return logits.data.argmax(-1)
+        return logits._data.argmax(-1)

@@ -166,7 +166,7 @@ class GPT(nn.Module):
         if max_new_tokens < 0:
             raise ValueError(f"generate: max_new_tokens must be >= 0, got {max_new_tokens}")
         with nn.evaluating(self):
-            out = np.array(getattr(idx, "data", idx), dtype=np.int64)  # (B, T)
+            out = np.array(getattr(idx, "_data", idx), dtype=np.int64)  # (B, T)
             block = self.config.block_size
             caches, cached = None, 0  # the caches hold the last `cached` tokens of out, at positions 0..
             for _ in range(max_new_tokens):
@@ -184,7 +184,7 @@ class GPT(nn.Module):
                     caches = self.new_caches()
                     logits = self(mg.tensor(context), caches)
                     cached = context.shape[1]
-                out = np.concatenate([out, self._pick(logits.data[:, -1], temperature, top_k)], axis=1)
+                out = np.concatenate([out, self._pick(logits._data[:, -1], temperature, top_k)], axis=1)
         return out
 
     @staticmethod

@@ -173,7 +173,7 @@ class RNNSeq2Seq(nn.Module):
         if return_attention and not cfg.attention:
             raise ValueError("RNNSeq2Seq.greedy_decode: return_attention needs attention=True")
         with nn.evaluating(self):
-            annotations, final, src_mask = self.encode(mg.tensor(np.asarray(getattr(src, "data", src))))
+            annotations, final, src_mask = self.encode(mg.tensor(np.asarray(getattr(src, "_data", src))))
             B = annotations.shape[0]
             s = final  # (B, C)
             keys = self.decoder.project(annotations)  # (B, S, A) or None
@@ -184,9 +184,9 @@ class RNNSeq2Seq(nn.Module):
                 y_prev = self.embed(mg.tensor(token))  # (B, E)
                 logits, s, w = self.decoder(y_prev, s, annotations, final, src_mask, keys)
                 # logits (B, V), s (B, C), w (B, S)
-                token = np.where(finished, cfg.pad_id, logits.data.argmax(-1))  # (B,)
+                token = np.where(finished, cfg.pad_id, logits._data.argmax(-1))  # (B,)
                 out.append(token)
-                weights.append(None if w is None else w.data)  # (B, S)
+                weights.append(None if w is None else w._data)  # (B, S)
                 finished |= token == cfg.eos_id
                 if finished.all():
                     break

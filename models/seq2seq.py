@@ -42,7 +42,7 @@ class Embed(nn.Module):
         self.scale = math.sqrt(C)
         self.tok = nn.Embedding(config.vocab_size, C, padding_idx=config.pad_id)
         nn.init.normal_(self.tok.weight, std=C ** -0.5)
-        self.tok.weight.data[config.pad_id] = 0
+        self.tok.weight._data[config.pad_id] = 0
         if config.learned_positions:
             self.pos = nn.LearnedPositionalEmbedding(config.block_size, C)
         else:
@@ -154,7 +154,7 @@ class Seq2Seq(nn.Module):
             out = np.asarray(out, dtype=np.int64)  # (B, L)
             bos = np.full((len(out), 1), self.config.bos_id)  # (B, 1)
             tgt_in = np.concatenate([bos, out[:, :-1]], axis=1)  # (B, L)
-            logp = self(_ids(src), mg.tensor(tgt_in)).log_softmax(-1).data  # (B, L, V)
+            logp = self(_ids(src), mg.tensor(tgt_in)).log_softmax(-1)._data  # (B, L, V)
             token_logp = np.take_along_axis(logp, out[..., None], axis=-1)[..., 0]  # (B, L)
             is_eos = out == self.config.eos_id
             after_eos = np.cumsum(is_eos, axis=1) - is_eos > 0  # (B, L)
@@ -178,7 +178,7 @@ class Seq2Seq(nn.Module):
             seqs = np.full((B, 1), cfg.bos_id, dtype=np.int64)  # (B, 1)
             finished = np.zeros(B, dtype=bool)
             for _ in range(max_len):
-                logits = self.decode(mg.tensor(seqs), memory, src_mask).data[:, -1]  # (B, V)
+                logits = self.decode(mg.tensor(seqs), memory, src_mask)._data[:, -1]  # (B, V)
                 tokens = np.where(finished, cfg.pad_id, logits.argmax(-1))  # (B,)
                 seqs = np.concatenate([seqs, tokens[:, None]], axis=1)  # (B, t+1)
                 finished |= tokens == cfg.eos_id
@@ -204,7 +204,7 @@ class Seq2Seq(nn.Module):
             raise ValueError(f"beam_search: beam_size must be at least 1, got {K}")
         max_len = self._max_len(max_len)
         with nn.evaluating(self):
-            src = _ids(src).data  # (B, S)
+            src = _ids(src)._data  # (B, S)
             B = src.shape[0]
             # Each source K times over: row b*K + k holds beam k of example b.
             # (B*K, S, C), (B*K, 1, 1, S)
@@ -215,7 +215,7 @@ class Seq2Seq(nn.Module):
             finished = np.zeros(B * K, dtype=bool)
             for _ in range(max_len):
                 logits = self.decode(mg.tensor(seqs), memory, src_mask)[:, -1]  # (B*K, V)
-                logp = logits.log_softmax(-1).data.astype(np.float64)  # (B*K, V)
+                logp = logits.log_softmax(-1)._data.astype(np.float64)  # (B*K, V)
                 logp[finished] = -np.inf
                 logp[finished, cfg.pad_id] = 0.0  # a finished beam only grows by PAD, at no cost
                 V = logp.shape[1]
@@ -249,4 +249,4 @@ def _lengths(out: np.ndarray, eos_id: int) -> np.ndarray:
 
 def _ids(x: Tensor | np.ndarray) -> Tensor:
     """An int64 id tensor from a Tensor, array or nested list."""
-    return mg.tensor(np.asarray(getattr(x, "data", x), dtype=np.int64))
+    return mg.tensor(np.asarray(getattr(x, "_data", x), dtype=np.int64))

@@ -28,8 +28,8 @@ def _where() -> str:
 
 
 def _need_tensor(fn: str, what: str, x: Any) -> None:
-    """A TypeError naming fn when `x` is not a Tensor (a numpy array's `.data` is a raw
-    buffer, so without this check the error would come from deep inside a kernel)."""
+    """A TypeError naming fn when `x` is not a Tensor (a numpy array in its place has
+    no `_data`, so without this check the error would come from deep inside a kernel)."""
     if not isinstance(x, Tensor):
         kind = (f"a numpy array of shape {x.shape}" if isinstance(x, np.ndarray)
                 else f"a {type(x).__name__}")
@@ -48,7 +48,7 @@ def _need_nc_input(fn: str, input: Any) -> None:
 
 def _int_array(fn: str, what: str, t: Any) -> np.ndarray:
     """The integer array inside `t` (Tensor, array, list or int), or a TypeError naming fn."""
-    arr = t.data if isinstance(t, Tensor) else np.asarray(t)
+    arr = t._data if isinstance(t, Tensor) else np.asarray(t)
     if arr.dtype.kind not in "iu":
         raise TypeError(
             f"{fn}: {what} must hold integer ids, not {arr.dtype} "

@@ -238,7 +238,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     """x for x > 0, negative_slope * x otherwise (the gradient at 0 is negative_slope, as torch)."""
     _need_tensor("leaky_relu", input)
     _need_float("leaky_relu", input)
-    return where(input.data > 0, input, input * negative_slope)
+    return where(input._data > 0, input, input * negative_slope)
 
 
 def silu(input: Tensor) -> Tensor:
@@ -261,7 +261,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tens
     _need_tensor("hardtanh", input)
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val {min_val} must not exceed max_val {max_val}")
-    inside = (input.data > min_val) & (input.data < max_val)
+    inside = (input._data > min_val) & (input._data < max_val)
     return where(inside, input, input.detach().clip(min_val, max_val))
 
 
@@ -279,7 +279,7 @@ def softmin(input: Tensor, dim: int = -1) -> Tensor:
 def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
     """The int64 one-hot code of integer class ids: shape (*, num_classes); num_classes=-1
     takes max(ids) + 1, as torch."""
-    ids = tensor.data if isinstance(tensor, Tensor) else np.asarray(tensor)
+    ids = tensor._data if isinstance(tensor, Tensor) else np.asarray(tensor)
     if ids.dtype.kind not in "iu":
         raise TypeError(f"one_hot: the ids must be integers, not {ids.dtype} "
                         "(make them with dtype=minigrad.int64)")
@@ -302,7 +302,7 @@ def _norm_at_least(x: Tensor, p: float, dim: Any, eps: float) -> Tensor:
     norm 320, though their sum of squares is past float16's 65504), clamped at eps with no
     gradient where it is clamped. (The norm's gradient at a zero vector is 0, not NaN.)"""
     norm = x.norm(p, dim, keepdim=True)
-    return norm.masked_fill(norm.data < eps, eps)
+    return norm.masked_fill(norm._data < eps, eps)
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:

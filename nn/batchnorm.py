@@ -60,7 +60,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         raise ValueError(f"batch_norm: Expected more than 1 value per channel when training, got an input "
                          f"of shape {input.shape}{_where()}")
     if n and (running_mean is not None or running_var is not None):
-        _update_running_stats(input.data, running_mean, running_var, momentum, n)
+        _update_running_stats(input._data, running_mean, running_var, momentum, n)
     if weight is None:
         y = BatchNorm.apply(input, eps=eps)
         return y if bias is None else y + bias.reshape(per_channel)
@@ -76,7 +76,7 @@ def _update_running_stats(x: np.ndarray, running_mean: Tensor | None, running_va
     with np.errstate(over="ignore", invalid="ignore"):
         for buf, stat in ((running_mean, mean), (running_var, var * (n / (n - 1)))):
             if buf is not None:
-                buf.data = ((1 - momentum) * buf.data + momentum * stat).astype(buf.dtype)
+                buf._data = ((1 - momentum) * buf._data + momentum * stat).astype(buf.dtype)
 
 
 class _BatchNorm(Module):
@@ -99,17 +99,17 @@ class _BatchNorm(Module):
     def reset_running_stats(self) -> None:
         """running_mean to zeros, running_var to ones, num_batches_tracked to 0."""
         if self.track_running_stats:
-            self.running_mean.data = np.zeros_like(self.running_mean.data)
-            self.running_var.data = np.ones_like(self.running_var.data)
-            self.num_batches_tracked.data = np.zeros_like(self.num_batches_tracked.data)
+            self.running_mean._data = np.zeros_like(self.running_mean._data)
+            self.running_var._data = np.ones_like(self.running_var._data)
+            self.num_batches_tracked._data = np.zeros_like(self.num_batches_tracked._data)
 
     def reset_parameters(self) -> None:
         """The running statistics reset, weight to ones and bias to zeros."""
         self.reset_running_stats()
         if self.weight is not None:
-            self.weight.data = np.ones_like(self.weight.data)
+            self.weight._data = np.ones_like(self.weight._data)
         if self.bias is not None:
-            self.bias.data = np.zeros_like(self.bias.data)
+            self.bias._data = np.zeros_like(self.bias._data)
 
     def _check_input_dim(self, input: Tensor) -> None:
         raise NotImplementedError  # abstract
@@ -121,9 +121,9 @@ class _BatchNorm(Module):
         # the batch's statistics are used in training, and in eval when nothing was tracked.
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
-            self.num_batches_tracked.data = np.array(self.num_batches_tracked.data + 1)  # 0-d, not a scalar
+            self.num_batches_tracked._data = np.array(self.num_batches_tracked._data + 1)  # 0-d, not a scalar
             if self.momentum is None:
-                factor = 1.0 / float(self.num_batches_tracked.data)
+                factor = 1.0 / float(self.num_batches_tracked._data)
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
         track = not self.training or self.track_running_stats
         return batch_norm(input, self.running_mean if track else None, self.running_var if track else None,

@@ -1,6 +1,6 @@
 """Weight initialisation, as `torch.nn.init`: fill a tensor in place from the global generator.
 
-Every function writes into `tensor.data` (keeping its dtype and array), returns `tensor`, and
+Every function writes into the tensor's own array (keeping its dtype), returns `tensor`, and
 draws from `minigrad.random.generator()`, so `minigrad.manual_seed` makes runs repeat. For a
 weight of shape (out, in, *k), fan_in = in * prod(k) and fan_out = out * prod(k).
 """
@@ -16,8 +16,8 @@ from minigrad.random import generator
 
 
 def _fill(tensor: Tensor, values: np.ndarray | float) -> Tensor:
-    tensor.data[...] = values  # in place: the array (and any view of it) keeps its identity
-    versions.bump(tensor.data)  # a graph that saved the old values now refuses to backward
+    tensor._data[...] = values  # in place: the array (and any view of it) keeps its identity
+    versions.bump(tensor._data)  # a graph that saved the old values now refuses to backward
     return tensor
 
 

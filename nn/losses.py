@@ -104,7 +104,7 @@ def smooth_l1_loss(input: Tensor, target: Any, size_average: Any = None, reduce:
     if beta == 0:  # the quadratic branch would divide by 0, and its gradient be NaN
         return _reduce("smooth_l1_loss", d.abs(), reduction)
     a = d.abs()
-    return _reduce("smooth_l1_loss", where(a.data < beta, d * d * (0.5 / beta), a - 0.5 * beta), reduction)
+    return _reduce("smooth_l1_loss", where(a._data < beta, d * d * (0.5 / beta), a - 0.5 * beta), reduction)
 
 
 def huber_loss(input: Tensor, target: Any, reduction: str = "mean", delta: float = 1.0) -> Tensor:
@@ -119,7 +119,7 @@ def huber_loss(input: Tensor, target: Any, reduction: str = "mean", delta: float
     input, target = _pair("huber_loss", input, target)
     d = input - target
     a = d.abs()
-    return _reduce("huber_loss", where(a.data < delta, d * d * 0.5, (a - 0.5 * delta) * delta), reduction)
+    return _reduce("huber_loss", where(a._data < delta, d * d * 0.5, (a - 0.5 * delta) * delta), reduction)
 
 
 # ----------------------------------------------------------------------------- binary
@@ -234,7 +234,7 @@ def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None, size_av
     """
     _no_legacy("binary_cross_entropy", size_average, reduce)
     input, target = _pair("binary_cross_entropy", input, target)
-    p = input.data
+    p = input._data
     if p.size and not ((p >= 0) & (p <= 1)).all():
         bad = p[~((p >= 0) & (p <= 1))].flat[0]
         raise ValueError(f"binary_cross_entropy: the input holds {bad}, but every element must be a "
@@ -299,7 +299,7 @@ def kl_div(input: Tensor, target: Any, size_average: Any = None, reduce: Any = N
     if log_target:
         loss = t.exp() * (t - input)
     else:  # log of 1 where target = 0: the term is 0 there, and its gradient finite
-        zero = t.data == 0
+        zero = t._data == 0
         loss = t * t.masked_fill(zero, 1.0).log() - t * input
     if reduction == "batchmean":
         total = loss.sum()

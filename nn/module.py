@@ -22,7 +22,7 @@ class Parameter(Tensor):
     """A Tensor that a Module owns and an optimizer updates (requires grad by default)."""
 
     def __init__(self, data: Any, requires_grad: bool = True):
-        super().__init__(data.data if isinstance(data, Tensor) else data)
+        super().__init__(data._data if isinstance(data, Tensor) else data)
         self.requires_grad_(requires_grad)
 
     def __repr__(self) -> str:
@@ -159,7 +159,7 @@ class Module:
             yield p
 
     def num_parameters(self) -> int:
-        return sum(p.data.size for p in self.parameters())
+        return sum(p._data.size for p in self.parameters())
 
     def apply(self, fn: Callable[[Module], Any]) -> Module:
         """Call fn on every child's tree (children first), then on this module; returns self,
@@ -238,11 +238,11 @@ class Module:
         if dtype is None:
             return self
         for p in self.parameters():
-            p.data = p.data.astype(dtype)
+            p._data = p._data.astype(dtype)
             p.grad = None
         for b in self.buffers():
             if b.dtype.kind == "f":
-                b.data = b.data.astype(dtype)
+                b._data = b._data.astype(dtype)
         return self
 
     def double(self) -> Module:
@@ -271,9 +271,11 @@ class Module:
                     out[_join(path, name)] = t
         return out
 
-    def state_dict(self) -> dict[str, np.ndarray]:
-        """Parameter and persistent buffer name -> a copy of its array."""
-        return {name: t.data.copy() for name, t in self._state_tensors().items()}
+    def state_dict(self) -> dict[str, Tensor]:
+        """Parameter and persistent buffer name -> its values as a Tensor cut from the graph,
+        sharing the parameter's memory, as torch's (a training step changes them too: keep a
+        snapshot with `{k: v.clone() for k, v in model.state_dict().items()}`)."""
+        return {name: Tensor._make(t._data, None) for name, t in self._state_tensors().items()}
 
     def load_state_dict(self, state: Mapping[str, Any], strict: bool = True) -> IncompatibleKeys:
         """Copy arrays into the parameters and buffers of the same names.
@@ -291,7 +293,7 @@ class Module:
         wrong = [
             f"{k}: checkpoint {np.shape(getattr(v, 'data', v))}, model {targets[k].shape}"
             for k, v in state.items()
-            if k in targets and np.shape(getattr(v, "data", v)) != targets[k].shape
+            if k in targets and np.shape(getattr(v, "_data", v)) != targets[k].shape
         ]
         problems = []
         if strict and missing:
@@ -303,12 +305,12 @@ class Module:
         if problems:
             raise ValueError(f"load_state_dict into {type(self).__name__}: " + " | ".join(problems))
         try:  # convert everything first: a value that fails to convert must not leave a half load
-            arrays = {k: np.array(getattr(v, "data", v), dtype=targets[k].dtype) for k, v in state.items()
+            arrays = {k: np.array(getattr(v, "_data", v), dtype=targets[k].dtype) for k, v in state.items()
                       if k in targets}
         except (TypeError, ValueError) as e:
             raise ValueError(f"load_state_dict into {type(self).__name__}: {e}") from None
         for k, a in arrays.items():
-            targets[k].data = a
+            targets[k]._data = a
         return IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------ printing

@@ -69,8 +69,8 @@ def _max_pool(fn: str, n: int, x: Tensor, kernel_size: Any, stride: Any, padding
     y = _unpool_shape(y, n, unbatched)
     if not return_indices:
         return y
-    _, arg = max_pool2d_scan(x4.data, kernel, stride, padding, dilation, ceil_mode)
-    idx = Tensor(max_pool2d_indices(x4.data, arg, kernel, stride, padding, dilation))
+    _, arg = max_pool2d_scan(x4._data, kernel, stride, padding, dilation, ceil_mode)
+    idx = Tensor(max_pool2d_indices(x4._data, arg, kernel, stride, padding, dilation))
     return y, _unpool_shape(idx, n, unbatched)
 
 

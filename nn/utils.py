@@ -29,5 +29,5 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float) -
     params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
     clip_value = float(clip_value)
     for p in params:
-        if p.grad is not None:
-            np.clip(p.grad, -clip_value, clip_value, out=p.grad)
+        if p._grad is not None:
+            np.clip(p._grad, -clip_value, clip_value, out=p._grad)

@@ -91,6 +91,6 @@ def test_the_mul_example_is_a_working_op():
     b = mg.tensor([0.5, -1.0], requires_grad=True)
     out = ns["Mul"].apply(a, b)
     out.backward(np.ones((2, 2), np.float32))
-    assert np.array_equal(out.data, [[0.5, -2.0], [1.5, -4.0]])
+    assert np.array_equal(out.numpy(), [[0.5, -2.0], [1.5, -4.0]])
     assert np.array_equal(a.grad, [[0.5, -1.0], [0.5, -1.0]]) and np.array_equal(b.grad, [4.0, 6.0])
     assert mg.gradcheck(ns["Mul"].apply, [a, b])

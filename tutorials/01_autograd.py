@@ -38,20 +38,21 @@ np.set_printoptions(precision=4, suppress=True)
 # %% [markdown]
 # ## 1. A Tensor
 #
-# A `Tensor` wraps one numpy array (`.data`). Python numbers become float32; a float64 numpy
-# array keeps its dtype. `requires_grad=True` asks the engine to compute `d loss / d tensor`
-# into `.grad` when `backward()` runs.
+# A `Tensor` wraps one numpy array (`.numpy()` gives it; `.data` is, as in PyTorch, the values as a
+# Tensor cut from the graph). Python numbers become float32; a float64 numpy array keeps its dtype.
+# `requires_grad=True` asks the engine to compute `d loss / d tensor` into `.grad` (a Tensor) when
+# `backward()` runs.
 
 # %%
 x = mg.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
 print(x)
-print("data:", type(x.data).__name__, x.data.dtype, x.shape, "| grad before backward:", x.grad)
+print("data:", type(x.numpy()).__name__, x.numpy().dtype, x.shape, "| grad before backward:", x.grad)
 
 y = (x * x).sum()  # every op records the node that made its output
 print(y, "<- made by", y.grad_fn, "whose inputs are", y.grad_fn.inputs[0].grad_fn)
 y.backward()
 print("d y / d x = 2x =\n", x.grad)
-assert np.array_equal(x.grad, 2 * x.data)
+assert np.array_equal(x.grad, 2 * x.numpy())
 
 # %% [markdown]
 # ## 2. Backward by hand vs `backward()`
@@ -138,8 +139,8 @@ z = squared_diff(p, q)
 print(z)
 z.sum().backward()
 print("p.grad =\n", p.grad, "\nq.grad (summed over the broadcast rows) =", q.grad)
-assert np.allclose(p.grad, 2 * (p.data - q.data))
-assert np.allclose(q.grad, -2 * (p.data - q.data).sum(axis=0))
+assert np.allclose(p.grad, 2 * (p.numpy() - q.numpy()))
+assert np.allclose(q.grad, -2 * (p.numpy() - q.numpy()).sum(axis=0))
 
 # %% [markdown]
 # ## 4. Check it against finite differences
@@ -238,7 +239,7 @@ print("\nb.grad =", b.grad, "  x.grad =\n", x.grad)
 assert [s.op for s in trace] == ["Sum", "Mul", "Add"]
 assert trace[2].sent[1].summed_axes == (0,)
 assert np.array_equal(b.grad, [5.0, 7.0, 9.0])
-assert np.array_equal(x.grad, 2 * x.data + b.data)  # x appears twice: the two paths add up
+assert np.array_equal(x.grad, 2 * x.numpy() + b.numpy())  # x appears twice: the two paths add up
 
 # %% [markdown]
 # ## 6. `draw_graph`
@@ -280,7 +281,7 @@ picture = draw_graph(loss, show_values=True)
 label_of_h = next(ln for ln in picture.body if 'label="h\\n' in ln)
 print(label_of_h.split('label="')[1].split('" ')[0].replace("\\n", " | "))
 assert "grad [1, 2]" in label_of_h  # d loss / d h = c, although h.grad is None
-assert h.grad is None and np.allclose(w.grad, 2 * w.data * np.array([[1.0], [2.0]]))
+assert h.grad is None and np.allclose(w.grad, 2 * w.numpy() * np.array([[1.0], [2.0]]))
 assert any("data [1, -2]\\n[0.5, 3]" in ln for ln in picture.body)  # w as a 2 x 2 grid
 picture  # noqa: B018
 
@@ -307,5 +308,5 @@ total = np.reshape(into_x[-1]["total"]["v"], x.shape)
 steps = " and ".join(str(c["from"]) for c in into_x)
 print(f"explore: x gets {len(into_x)} gradients, from steps {steps}; their sum, 2x + b, has the first row "
       f"[{', '.join(f'{v:g}' for v in total[0])}]")
-assert np.array_equal(total, 2 * x.data + b.data)
+assert np.array_equal(total, 2 * x.numpy() + b.numpy())
 page  # noqa: B018  (Jupyter shows the page; in a script nothing happens)

@@ -127,9 +127,9 @@ def by_minigrad_steps():
 
 
 W_steps, O_steps = by_minigrad_steps()
-print("weights (row i: where token i looks)\n", W_steps.data, "\noutputs\n", O_steps.data)
-assert np.allclose(W_steps.data[0], ex["weights"]) and np.allclose(O_steps.data[0], ex["output"])
-assert np.allclose(W_steps.data.sum(-1), 1.0)
+print("weights (row i: where token i looks)\n", W_steps.numpy(), "\noutputs\n", O_steps.numpy())
+assert np.allclose(W_steps.numpy()[0], ex["weights"]) and np.allclose(O_steps.numpy()[0], ex["output"])
+assert np.allclose(W_steps.numpy().sum(-1), 1.0)
 
 # %% [markdown]
 # ### And with the fused kernel
@@ -146,10 +146,10 @@ def by_sdpa():
 
 
 W_fused, O_fused = by_sdpa()
-print("token A: weights", W_fused.data[0], "output", O_fused.data[0])
-assert np.allclose(W_fused.data, W_steps.data) and np.allclose(O_fused.data, O_steps.data)
-assert np.array_equal(np.round(W_fused.data[0], 2), [0.67, 0.16, 0.16])
-assert np.array_equal(np.round(O_fused.data[0], 3), [0.836, 0.327])
+print("token A: weights", W_fused.numpy()[0], "output", O_fused.numpy()[0])
+assert np.allclose(W_fused.numpy(), W_steps.numpy()) and np.allclose(O_fused.numpy(), O_steps.numpy())
+assert np.array_equal(np.round(W_fused.numpy()[0], 2), [0.67, 0.16, 0.16])
+assert np.array_equal(np.round(O_fused.numpy()[0], 3), [0.836, 0.327])
 
 # %% [markdown]
 # ### The pipeline as a graph
@@ -212,14 +212,14 @@ A_caus_mg = S.masked_fill(~nn.causal_mask(N), -math.inf).softmax(dim=-1)
 Y_full, A_sdpa = F.scaled_dot_product_attention(Qt, Kt, Vt, need_weights=True)
 Y_caus, A_caus_sdpa = F.scaled_dot_product_attention(Qt, Kt, Vt, is_causal=True, need_weights=True)
 
-for ours in (A_mg.data, A_sdpa.data):
+for ours in (A_mg.numpy(), A_sdpa.numpy()):
     assert np.allclose(ours, A)
-for ours in (A_caus_mg.data, A_caus_sdpa.data):
+for ours in (A_caus_mg.numpy(), A_caus_sdpa.numpy()):
     assert np.allclose(ours, A_caus)
-assert np.allclose(Y_full.data, A @ V) and np.allclose(Y_caus.data, A_caus @ V)
+assert np.allclose(Y_full.numpy(), A @ V) and np.allclose(Y_caus.numpy(), A_caus @ V)
 print("full self-attention (row = query, column = key)\n", A.round(2))
 print("causal\n", A_caus.round(2))
-print("largest difference to the notes' numpy:", float(np.abs(A_caus_sdpa.data - A_caus).max()))
+print("largest difference to the notes' numpy:", float(np.abs(A_caus_sdpa.numpy() - A_caus).max()))
 
 # %% [markdown]
 # Row "the" of the causal map can only look at itself (weight 1); every row sums to 1 and
@@ -229,7 +229,7 @@ print("largest difference to the notes' numpy:", float(np.abs(A_caus_sdpa.data -
 # %%
 assert np.allclose(A_caus[0], [1, 0, 0, 0, 0]) and np.allclose(np.triu(A_caus, 1), 0)
 if HAVE_MATPLOTLIB:
-    fig = plot_attention(np.stack([A_sdpa.data, A_caus_sdpa.data]), x_tokens=tokens,
+    fig = plot_attention(np.stack([A_sdpa.numpy(), A_caus_sdpa.numpy()]), x_tokens=tokens,
                          names=["full self-attention", "causal (decoder) mask"])
     show(fig, "attention")
     print("plotted:", [ax.get_title() for ax in fig.axes[:2]])
@@ -271,7 +271,7 @@ for d_k in (4, 64, 1024):
         scores = mg.tensor(z, requires_grad=True)
         weights = scores.softmax(dim=-1)
         weights.backward(upstream)
-        top = weights.data.max(-1)
+        top = weights.numpy().max(-1)
         saturation[d_k, name] = (top.mean(), (top > 0.99).mean(), np.abs(scores.grad).mean())
         print(f"{d_k:5d}  {name:9s} {top.mean():12.3f} {(top > 0.99).mean():13.1%} "
               f"{np.abs(scores.grad).mean():16.4f}")
@@ -301,7 +301,7 @@ def attention_grads(attend):
     q, k, v = (mg.tensor(a, requires_grad=True) for a in (q0, k0, v0))
     out = attend(q, k, v, is_causal=True)
     out.backward(g_out)
-    return out.data, q.grad, k.grad, v.grad
+    return out.numpy(), q.grad, k.grad, v.grad
 
 
 fused = attention_grads(F.scaled_dot_product_attention)
@@ -402,5 +402,5 @@ assert grad_future_before == 0.0 and grad_future_after > 0.01
 nothing = allowed.copy()
 nothing[0] = False  # query 0 may attend to nothing
 o = F.scaled_dot_product_attention(mg.tensor(Q), mg.tensor(K), mg.tensor(V), mask=nothing)
-print("output of a query that may attend to nothing:", o.data[0][:4], "...")
-assert np.all(o.data[0] == 0) and np.all(np.isfinite(o.data))
+print("output of a query that may attend to nothing:", o.numpy()[0][:4], "...")
+assert np.all(o.numpy()[0] == 0) and np.all(np.isfinite(o.numpy()))

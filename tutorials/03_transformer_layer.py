@@ -83,16 +83,17 @@ print(sorted(mine.state_dict()) == sorted(library.state_dict()), "-", len(mine.s
 
 X = mg.randn(B, T, d_model)
 ours, theirs = mine(X), library(X)
-print("output", ours.shape, "largest difference:", float(np.abs(ours.data - theirs.data).max()))
-assert np.allclose(ours.data, theirs.data, atol=1e-6)
+print("output", ours.shape, "largest difference:", float(np.abs(ours.numpy() - theirs.numpy()).max()))
+assert np.allclose(ours.numpy(), theirs.numpy(), atol=1e-6)
 
 # %% [markdown]
 # The output has the shape of the input, so layers stack. After `LayerNorm` (weight 1, bias 0
 # at the start) each token's features have mean 0 and variance 1:
 
 # %%
-print("per-token mean", ours.data.mean(-1).round(4)[0], "\nper-token var ", ours.data.var(-1).round(3)[0])
-assert np.allclose(ours.data.mean(-1), 0, atol=1e-5) and np.allclose(ours.data.var(-1), 1, atol=1e-3)
+values = ours.numpy()
+print("per-token mean", values.mean(-1).round(4)[0], "\nper-token var ", values.var(-1).round(3)[0])
+assert np.allclose(ours.numpy().mean(-1), 0, atol=1e-5) and np.allclose(ours.numpy().var(-1), 1, atol=1e-3)
 
 # %% [markdown]
 # ## 2. Multi-head attention, head by head
@@ -104,25 +105,25 @@ assert np.allclose(ours.data.mean(-1), 0, atol=1e-5) and np.allclose(ours.data.v
 # %%
 mha = mine.self_attn
 H, D = mha.num_heads, mha.head_dim
-x = X.data[0]  # (T, d_model): the first sequence
-Q, K, V = (x @ p.weight.data.T + p.bias.data for p in (mha.q_proj, mha.k_proj, mha.v_proj))  # (T, 16)
+x = X.numpy()[0]  # (T, d_model): the first sequence
+Q, K, V = (x @ p.weight.numpy().T + p.bias.numpy() for p in (mha.q_proj, mha.k_proj, mha.v_proj))  # (T, 16)
 heads, maps = [], []
 for h in range(H):
     cols = slice(h * D, (h + 1) * D)
     Qh, Kh, Vh = Q[:, cols], K[:, cols], V[:, cols]  # (T, D) each
-    Ah = Tensor(Qh @ Kh.T / math.sqrt(D)).softmax(-1).data  # (T, T): this head's attention
+    Ah = Tensor(Qh @ Kh.T / math.sqrt(D)).softmax(-1).numpy()  # (T, T): this head's attention
     heads.append(Ah @ Vh)  # (T, D)
     maps.append(Ah)
 concat = np.concatenate(heads, axis=-1)  # (T, H * D) = (T, d_model)
-by_hand = concat @ mha.out_proj.weight.data.T + mha.out_proj.bias.data  # (T, d_model)
+by_hand = concat @ mha.out_proj.weight.numpy().T + mha.out_proj.bias.numpy()  # (T, d_model)
 print(f"x {x.shape} -> Q, K, V {Q.shape} -> {H} heads of Q_h {Qh.shape}, A_h {Ah.shape}, "
       f"A_h V_h {heads[0].shape} -> concat {concat.shape} -> out {by_hand.shape}")
 
 # weights: (B, H, T, T), one map per head (average_attn_weights=True, the default, averages them)
 out, weights = mha(X, X, X, need_weights=True, average_attn_weights=False)
 print("module: out", out.shape, "weights", weights.shape)
-assert np.allclose(out.data[0], by_hand, atol=1e-5)
-assert np.allclose(weights.data[0], np.stack(maps), atol=1e-6)
+assert np.allclose(out.numpy()[0], by_hand, atol=1e-5)
+assert np.allclose(weights.numpy()[0], np.stack(maps), atol=1e-6)
 
 # %% [markdown]
 # Splitting `d_model` across the heads keeps the cost of one wide head: the projections are
@@ -148,8 +149,8 @@ except ValueError as err:
 layer = library.double()  # float64 parameters, for a comparison to ~1e-15
 X64 = X.double()
 perm = np.array([3, 0, 5, 1, 4, 2])
-shuffled_then_layer = layer(X64[:, perm]).data
-layer_then_shuffled = layer(X64).data[:, perm]
+shuffled_then_layer = layer(X64[:, perm]).numpy()
+layer_then_shuffled = layer(X64).numpy()[:, perm]
 gap_no_pos = float(np.abs(shuffled_then_layer - layer_then_shuffled).max())
 print("no positions:   layer(shuffle(X)) - shuffle(layer(X)) =", f"{gap_no_pos:.1e}")
 assert gap_no_pos < 1e-12
@@ -161,8 +162,8 @@ assert gap_no_pos < 1e-12
 
 # %%
 pe = nn.SinusoidalPositionalEncoding(d_model, max_len=64)
-with_pos_shuffled = layer(pe(X64[:, perm])).data
-with_pos_then_shuffled = layer(pe(X64)).data[:, perm]
+with_pos_shuffled = layer(pe(X64[:, perm])).numpy()
+with_pos_then_shuffled = layer(pe(X64)).numpy()[:, perm]
 gap_pos = float(np.abs(with_pos_shuffled - with_pos_then_shuffled).max())
 print("with positions: layer(PE(shuffle(X))) - shuffle(layer(PE(X))) =", f"{gap_pos:.3f}")
 assert gap_pos > 0.1
@@ -180,7 +181,7 @@ def sentence_vector(words, positions):
     x = emb(mg.tensor([[vocab[w] for w in words]], dtype=mg.int64))  # (1, 3, d_model)
     if positions:
         x = pe(x)
-    return layer(x).data.mean(axis=1)[0]  # (d_model,): average over the tokens
+    return layer(x).numpy().mean(axis=1)[0]  # (d_model,): average over the tokens
 
 
 for positions in (False, True):
@@ -202,13 +203,13 @@ decoder = nn.TransformerDecoderLayer(d_model, nhead, dim_feedforward=d_ff, dropo
 S = 4  # source (encoder) length
 memory = mg.randn(1, S, d_model)  # (1, S, d_model)
 tgt = mg.randn(1, T, d_model)  # (1, T, d_model)
-changed = tgt.data.copy()
+changed = tgt.numpy().copy()
 changed[:, 3:] = np.random.default_rng(0).normal(size=(1, T - 3, d_model))  # new tokens 3..5
 changed = mg.tensor(changed)
 
 for causal in (True, False):
-    before = decoder(tgt, memory, tgt_is_causal=causal).data
-    after = decoder(changed, memory, tgt_is_causal=causal).data
+    before = decoder(tgt, memory, tgt_is_causal=causal).numpy()
+    after = decoder(changed, memory, tgt_is_causal=causal).numpy()
     moved = np.abs(after - before).max(axis=-1)[0]  # (T,): how far each position's output moved
     print(f"causal={causal!s:5}: change per position {moved.round(4)}")
     if causal:
@@ -229,7 +230,7 @@ q = mg.randn(N_q, d_k)  # decoder states
 k, v = mg.randn(M_k, d_k), mg.randn(M_k, d_v)  # encoder annotations
 context, A = F.scaled_dot_product_attention(q, k, v, need_weights=True)
 print(f"Q {q.shape}, K {k.shape}, V {v.shape} -> attention {A.shape}, context {context.shape}")
-assert A.shape == (N_q, M_k) and context.shape == (N_q, d_v) and np.allclose(A.data.sum(-1), 1)
+assert A.shape == (N_q, M_k) and context.shape == (N_q, d_v) and np.allclose(A.numpy().sum(-1), 1)
 
 # %% [markdown]
 # Inside the decoder layer, `nn.record_attention` shows both attentions: the self-attention is

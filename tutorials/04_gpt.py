@@ -89,7 +89,7 @@ def get_batch(ids: np.ndarray, batch_size: int, rng: np.random.Generator = data_
 
 
 x, y = get_batch(train_ids, 2)
-print("x:", repr(tokenizer.decode(x.data[0])), "\ny:", repr(tokenizer.decode(y.data[0])))
+print("x:", repr(tokenizer.decode(x.numpy()[0])), "\ny:", repr(tokenizer.decode(y.numpy()[0])))
 
 # %% [markdown]
 # ## The model and the loop
@@ -213,10 +213,10 @@ assert np.array_equal(greedy, greedy_cached) and np.array_equal(sampled, sampled
 ids = mg.tensor(np.array([tokenizer.encode("Return the value")]))
 with mg.no_grad():
     model.eval()
-    full = model(ids).data[:, -1]  # (1, V)
+    full = model(ids).numpy()[:, -1]  # (1, V)
     caches = model.new_caches()  # one nn.KVCache per block
     model(ids[:, :-1], caches)  # fills the caches with the first 15 characters
-    stepped = model(ids[:, -1:], caches, start=ids.shape[1] - 1).data[:, -1]  # one new query
+    stepped = model(ids[:, -1:], caches, start=ids.shape[1] - 1).numpy()[:, -1]  # one new query
 print("largest |full - cached| logit difference:", float(np.abs(full - stepped).max()))
 assert np.allclose(full, stepped, atol=1e-4)
 

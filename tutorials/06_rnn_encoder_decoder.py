@@ -69,10 +69,10 @@ source = "the 23rd of september 1987"
 src, _ = encode_pairs([(source, "")])  # (1, S) character ids
 annotations, final, _ = plain.encode(mg.tensor(src))
 print(f"source {source!r}: {src.shape[1]} characters")
-print(f"annotations h_1..h_S: {annotations.shape} = {annotations.data.size} numbers")
-print(f"final state h_S:      {final.shape} = {final.data.size} numbers, for any source length")
+print(f"annotations h_1..h_S: {annotations.shape} = {annotations.numpy().size} numbers")
+print(f"final state h_S:      {final.shape} = {final.numpy().size} numbers, for any source length")
 assert annotations.shape == (1, len(source), H) and final.shape == (1, H)
-assert np.allclose(final.data, annotations.data[:, -1])  # the last annotation is the final state
+assert np.allclose(final.numpy(), annotations.numpy()[:, -1])  # the last annotation is the final state
 
 # %% [markdown]
 # How much of each source character is still in `h_S`? The Jacobian `d h_S / d x_j` says how
@@ -134,23 +134,24 @@ values = mg.tensor([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])  # (1, 3, 2): v_A, v_
 d_k = keys.shape[-1]
 
 bilinear = nn.BilinearAttention(2, 2)
-bilinear.weight.data[...] = [[1.0, 0.0], [0.0, -1.0]]  # W: feature 0 should match, feature 1 differ
+bilinear.weight.numpy()[...] = [[1.0, 0.0], [0.0, -1.0]]  # W: feature 0 should match, feature 1 differ
 additive = nn.AdditiveAttention(2, 2, hidden_dim=2)
-additive.w_q.weight.data[...] = np.eye(2)  # W_q = I
-additive.w_k.weight.data[...] = np.eye(2)  # W_k = I
-additive.v.weight.data[...] = [[1.0, 1.0]]  # v = [1, 1]
+additive.w_q.weight.numpy()[...] = np.eye(2)  # W_q = I
+additive.w_k.weight.numpy()[...] = np.eye(2)  # W_k = I
+additive.v.weight.numpy()[...] = [[1.0, 1.0]]  # v = [1, 1]
 
 results = {}  # name -> (scores, weights, context)
 for name, scores in (("dot", s @ keys.transpose(1, 2)),
                      ("scaled dot", s @ keys.transpose(1, 2) / np.sqrt(d_k))):
     weights = scores.softmax(dim=-1)  # (1, 1, 3)
-    results[name] = (scores.data[0, 0], weights.data[0, 0], (weights @ values).data[0, 0])
+    results[name] = (scores.numpy()[0, 0], weights.numpy()[0, 0], (weights @ values).numpy()[0, 0])
 context, weights = bilinear(s, keys, values)  # (1, 1, 2), (1, 1, 3)
-scores = (s @ bilinear.weight @ keys.transpose(1, 2)).data[0, 0]  # the layer returns the weights only
-results["bilinear"] = (scores, weights.data[0, 0], context.data[0, 0])
+scores = (s @ bilinear.weight @ keys.transpose(1, 2)).numpy()[0, 0]  # the layer returns the weights only
+results["bilinear"] = (scores, weights.numpy()[0, 0], context.numpy()[0, 0])
 context, weights = additive(s, keys, values)
-scores = additive.v((additive.w_q(s).unsqueeze(2) + additive.w_k(keys).unsqueeze(1)).tanh()).data[0, 0, :, 0]
-results["additive"] = (scores, weights.data[0, 0], context.data[0, 0])
+hidden = (additive.w_q(s).unsqueeze(2) + additive.w_k(keys).unsqueeze(1)).tanh()
+scores = additive.v(hidden).numpy()[0, 0, :, 0]
+results["additive"] = (scores, weights.numpy()[0, 0], context.numpy()[0, 0])
 
 print(f"{'alignment':11s} {'scores e_A, e_B, e_C':>24s} {'weights a_A, a_B, a_C':>24s} {'context c':>16s}")
 for name, (e, a, c) in results.items():
@@ -166,7 +167,7 @@ assert np.allclose(np.round(results["scaled dot"][1], 2), [0.67, 0.16, 0.16])  #
 assert np.allclose(results["bilinear"][0], [0, 2, -2])  # s^T W = [1, -1]: it prefers k_B = [1, -1]
 assert np.allclose(results["additive"][0], [2 * np.tanh(2), np.tanh(2), np.tanh(2)])
 for _, a, c in results.values():
-    assert np.isclose(a.sum(), 1.0) and np.allclose(c, a @ values.data[0])  # weights, weighted average
+    assert np.isclose(a.sum(), 1.0) and np.allclose(c, a @ values.numpy()[0])  # weights, weighted average
 
 # %% [markdown]
 # What the table says:
@@ -180,10 +181,11 @@ for _, a, c in results.values():
 
 # %%
 for W, twin in ((np.eye(2), "dot"), (np.eye(2) / np.sqrt(2), "scaled dot")):
-    bilinear.weight.data[...] = W
+    bilinear.weight.numpy()[...] = W
     _, w = bilinear(s, keys, values)
-    print(f"bilinear with W = {np.round(W[0, 0], 3)} I: weights {w.data[0, 0]}  ({twin}: {results[twin][1]})")
-    assert np.allclose(w.data[0, 0], results[twin][1])
+    print(f"bilinear with W = {np.round(W[0, 0], 3)} I: weights {w.numpy()[0, 0]}  "
+          f"({twin}: {results[twin][1]})")
+    assert np.allclose(w.numpy()[0, 0], results[twin][1])
 
 # %% [markdown]
 # * **additive** runs a one-hidden-layer network on query and key together; the `tanh`
@@ -194,9 +196,9 @@ for W, twin in ((np.eye(2), "dot"), (np.eye(2) / np.sqrt(2), "scaled dot")):
 # %%
 big = mg.tensor([[[100.0, 100.0]]])  # a query 100 times larger
 _, w_big = additive(big, keys, values)
-e_big = additive.v((additive.w_q(big).unsqueeze(2) + additive.w_k(keys).unsqueeze(1)).tanh()).data.ravel()
-print("additive scores for a query 100x larger:", e_big, " weights:", w_big.data.ravel())
-assert np.all(np.abs(e_big) <= np.abs(additive.v.weight.data).sum() + 1e-6)
+e_big = additive.v((additive.w_q(big).unsqueeze(2) + additive.w_k(keys).unsqueeze(1)).tanh()).numpy().ravel()
+print("additive scores for a query 100x larger:", e_big, " weights:", w_big.numpy().ravel())
+assert np.all(np.abs(e_big) <= np.abs(additive.v.weight.numpy()).sum() + 1e-6)
 
 # %%
 if HAVE_MATPLOTLIB:

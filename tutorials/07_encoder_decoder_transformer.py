@@ -109,8 +109,8 @@ with mg.no_grad():
     x = x + layer0.self_attn(h, h, h, mask=nn.causal_mask(N), need_weights=False)[0]
     cross = layer0.multihead_attn
     D = cross.head_dim
-    Q = cross.q_proj(layer0.norm2(x)).data[0, :, :D]  # (N, d_k): head 0's queries
-    K = cross.k_proj(memory).data[0, :, :D]  # (M, d_k): head 0's keys
+    Q = cross.q_proj(layer0.norm2(x)).numpy()[0, :, :D]  # (N, d_k): head 0's queries
+    K = cross.k_proj(memory).numpy()[0, :, :D]  # (M, d_k): head 0's keys
     scores = Q @ K.T / math.sqrt(D)  # (N, M)
     A = np.exp(scores - scores.max(-1, keepdims=True))
     A /= A.sum(-1, keepdims=True)
@@ -127,7 +127,7 @@ assert np.allclose(A, maps.weights("decoder.layers.0.multihead_attn")[0, 0], ato
 # has no causal mask: the whole source is known.
 
 # %%
-print(nn.causal_mask(N).data.astype(int))
+print(nn.causal_mask(N).numpy().astype(int))
 dec_self = maps.weights("decoder.layers.0.self_attn")[0, 0]  # (N, N)
 enc_self = maps.weights("encoder.layers.0.self_attn")[0, 0]  # (M, M)
 print("decoder self-attention, head 0:\n", dec_self)
@@ -143,8 +143,8 @@ assert np.all(enc_self > 0)  # every source character sees every other one
 changed = tgt_in.copy()
 changed[0, 3:] = SEQ_VOCAB.encode("00")
 with mg.no_grad():
-    before = model(mg.tensor(src), mg.tensor(tgt_in)).data
-    after = model(mg.tensor(src), mg.tensor(changed)).data
+    before = model(mg.tensor(src), mg.tensor(tgt_in)).numpy()
+    after = model(mg.tensor(src), mg.tensor(changed)).numpy()
 moved = np.abs(after - before).max(-1)[0]  # (N,): the largest change at each position
 print("largest logit change at positions 0..4:", moved)
 assert np.all(moved[:3] == 0) and np.all(moved[3:] > 0)

@@ -112,8 +112,8 @@ for name, part in (("token", tok_part), ("segment", seg_part), ("position", pos_
                    ("LayerNorm(sum)", x)):
     print(f"  {name:15s} {part.shape}")
     assert part.shape == (1, T, C)
-assert np.allclose(x.data, F.layer_norm(total, (C,), emb.norm.weight, emb.norm.bias).data, atol=1e-6)
-seg = seg_part.data[0]  # (T, C): one row per token, two distinct rows in all
+assert np.allclose(x.numpy(), F.layer_norm(total, (C,), emb.norm.weight, emb.norm.bias).numpy(), atol=1e-6)
+seg = seg_part.numpy()[0]  # (T, C): one row per token, two distinct rows in all
 assert np.allclose(seg[:8], seg[0]) and np.allclose(seg[8:], seg[8]) and not np.allclose(seg[0], seg[8])
 
 # %% [markdown]
@@ -129,10 +129,10 @@ if HAVE_MATPLOTLIB:
     import matplotlib.pyplot as plt
 
     parts = {"token": tok_part, "+ segment": seg_part, "+ position": pos_part, "= sum": total}
-    lim = np.abs(total.data).max()
+    lim = np.abs(total.numpy()).max()
     fig, axes = plt.subplots(1, 4, figsize=(10, 3.2), sharey=True, layout="constrained")
     for ax, (name, part) in zip(axes, parts.items()):
-        image = ax.imshow(part.data[0], cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
+        image = ax.imshow(part.numpy()[0], cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
         ax.set_title(name)
         ax.set_xlabel("feature")
     axes[0].set_yticks(range(T), words, fontsize=7)
@@ -198,14 +198,14 @@ assert model.mlm_head.decoder.weight is model.embed.tok_emb.weight  # tied: one 
 mask_in, seg_in, label_in, is_next = recipe.batch("val", np.random.default_rng(1), 32)
 with mg.no_grad():
     mlm_logits, nsp_logits = model(mask_in, seg_in)  # (B, T, V), (B, 2)
-    picked, _ = model(mask_in, seg_in, positions=label_in.data != IGNORE)  # (N, V): selected only
+    picked, _ = model(mask_in, seg_in, positions=label_in.numpy() != IGNORE)  # (N, V): selected only
     loss0 = model.loss(mask_in, seg_in, label_in, is_next).item()
 print(f"mlm logits {mlm_logits.shape}, at the selected positions only {picked.shape}; "
       f"nsp logits {nsp_logits.shape}")
 print(f"untrained loss {loss0:.3f}; ln V + ln 2 = {math.log(tok.vocab_size) + math.log(2):.3f}")
 B = mask_in.shape[0]
 assert mlm_logits.shape == (B, mask_in.shape[1], tok.vocab_size) and nsp_logits.shape == (B, 2)
-assert picked.shape == (int((label_in.data != IGNORE).sum()), tok.vocab_size)
+assert picked.shape == (int((label_in.numpy() != IGNORE).sum()), tok.vocab_size)
 assert 0 < loss0 - (math.log(tok.vocab_size) + math.log(2)) < 1.0
 
 # %% [markdown]
@@ -283,10 +283,10 @@ def vectors_by_layer(sentence: str) -> list[np.ndarray]:
     model.eval()
     with mg.no_grad():
         h = model.embed(ids, np.zeros_like(ids))  # (1, T, C)
-        out = [h.data[0]]
+        out = [h.numpy()[0]]
         for layer in model.encoder.layers:
             h = layer(h)  # (1, T, C); no padding here, so no mask
-            out.append(h.data[0])
+            out.append(h.numpy()[0])
     return out
 
 
@@ -297,7 +297,7 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 sentences = {"verb": "return the list of names .", "noun": "return value of the call is ignored .",
              "verb again": "return the name of the file ."}
 vectors = {kind: vectors_by_layer(s) for kind, s in sentences.items()}
-static = model.embed.tok_emb.weight.data[tok.encode("return")[0]]  # the one static vector
+static = model.embed.tok_emb.weight.numpy()[tok.encode("return")[0]]  # the one static vector
 print(f"static embedding of 'return' in both sentences: cosine {cosine(static, static):.3f}")
 for depth in range(len(model.encoder.layers) + 1):
     name = "input (token + segment + position)" if depth == 0 else f"after encoder layer {depth}"
@@ -398,7 +398,7 @@ def fine_tune(bert: BERT, steps: int = 100) -> tuple[float, list[float]]:
         curve.append(loss.item())
     clf.eval()
     with mg.no_grad():
-        guess = clf(encode_sentences([s for s, _ in task_test])).data.argmax(-1)
+        guess = clf(encode_sentences([s for s, _ in task_test])).numpy().argmax(-1)
     return float(np.mean(guess == np.array([y for _, y in task_test]))), curve
 
 

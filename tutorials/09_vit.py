@@ -65,7 +65,7 @@ print("train", x_train.shape, "test", x_test.shape)
 # %%
 p = 2
 digit = x_test[:1]  # (1, 1, 8, 8)
-patches = patchify(mg.tensor(digit), p).data  # (1, 16, 4)
+patches = patchify(mg.tensor(digit), p).numpy()  # (1, 16, 4)
 print("label", y_test[0], "-> patches", patches.shape)
 print("patch 5 (row 1, column 1):", patches[0, 5], "= pixels [2:4, 2:4]", digit[0, 0, 2:4, 2:4].ravel())
 assert patches.shape == (1, 16, 4)
@@ -127,7 +127,7 @@ def train_vit(images: np.ndarray, labels: np.ndarray, positions: bool = True, st
     mg.manual_seed(seed)
     model = ViT(config)
     if not positions:  # a bag of patches: the position vectors are zero and never learn
-        model.pos_emb.weight.data[:] = 0.0
+        model.pos_emb.weight.numpy()[:] = 0.0
         model.pos_emb.weight.requires_grad = False
     train_config = TrainConfig(steps=steps, lr=1e-2, min_lr=1e-3, warmup=20, weight_decay=0.05)
     opt, sched = make_optimizer(model, train_config)
@@ -170,7 +170,7 @@ assert full_accuracy > 0.85
 with nn.record_attention(model) as maps:
     predicted = model.predict(mg.tensor(x_test))
 print(maps.names())
-ink = patchify(mg.tensor(x_test), p).data.sum(-1) > 0.5  # (360, 16): patches with ink
+ink = patchify(mg.tensor(x_test), p).numpy().sum(-1) > 0.5  # (360, 16): patches with ink
 cls_maps, share_on_ink = {}, {}
 for layer, name in enumerate(maps.names(), start=1):
     weights = maps.weights(name)  # (360, H, 17, 17)
@@ -279,7 +279,7 @@ if HAVE_MATPLOTLIB:
 # more steps apart:
 
 # %%
-P = model.pos_emb.weight.data[1:]  # (16, C): the patches' positions
+P = model.pos_emb.weight.numpy()[1:]  # (16, C): the patches' positions
 P = P / np.linalg.norm(P, axis=1, keepdims=True)
 cells = np.array([(i // 4, i % 4) for i in range(16)])
 steps_apart = np.abs(cells[:, None] - cells[None]).sum(-1)  # (16, 16) grid distance

@@ -73,7 +73,7 @@ def by_equations(layer: nn.TransformerEncoderLayer, x):
 
 for norm_first in (False, True):
     layer = nn.TransformerEncoderLayer(d, nhead=2, dim_feedforward=32, dropout=0.0, norm_first=norm_first)
-    diff = float(np.abs(layer(x).data - by_equations(layer, x).data).max())
+    diff = float(np.abs(layer(x).numpy() - by_equations(layer, x).numpy()).max())
     print(f"norm_first={norm_first!s:5}: library vs equations, largest difference {diff:.1e}")
     assert diff < 1e-5
 
@@ -140,7 +140,7 @@ def at_initialisation(norm_first: bool, num_layers: int = 12, seed: int = 0):
     model = TinyLM(norm_first, num_layers)
     streams = []
     model.loss(*get_batch(np.random.default_rng(seed)), streams).backward()
-    size = [float(np.linalg.norm(s.data, axis=-1).mean()) for s in streams]
+    size = [float(np.linalg.norm(s.numpy(), axis=-1).mean()) for s in streams]
     grad = [float(np.sqrt(sum((p.grad ** 2).sum() for p in layer.parameters()))) for layer in model.layers]
     return np.array(size), np.array(grad)
 

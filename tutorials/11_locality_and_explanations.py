@@ -202,8 +202,8 @@ def attend(values: np.ndarray, keep: np.ndarray | None = None):
         scores = scores.masked_fill(~mask, -math.inf)  # before the softmax
     weights = scores.softmax(dim=-1)  # (1, 1, 1, T)
     out = F.scaled_dot_product_attention(q, k, v, mask=mask)  # (1, 1, 1, d)
-    assert np.allclose(out.data, (weights @ v).data)  # the fused kernel agrees
-    return out.data[0, 0, 0], weights.data[0, 0, 0]
+    assert np.allclose(out.numpy(), (weights @ v).numpy())  # the fused kernel agrees
+    return out.numpy()[0, 0, 0], weights.numpy()[0, 0, 0]
 
 
 _, alpha = attend(values)

@@ -97,16 +97,16 @@ q, k, v = (mg.tensor(rng.standard_normal((2, 3, 10, 8)), requires_grad=True) for
 g = rng.standard_normal((2, 3, 10, 8))  # an upstream gradient
 tiled = tiled_attention(q, k, v, is_causal=True, block_size=(3, 4))
 tiled.backward(g)
-tiled_grads = [t.grad.copy() for t in (q, k, v)]
+tiled_grads = [t.grad.clone() for t in (q, k, v)]
 for t in (q, k, v):
     t.grad = None
 reference = attention_reference(q, k, v, is_causal=True)
 reference.backward(g)
-print("largest difference, output:", np.abs(tiled.data - reference.data).max())
+print("largest difference, output:", np.abs(tiled.numpy() - reference.numpy()).max())
 for name, mine, t in zip("qkv", tiled_grads, (q, k, v)):
     print(f"largest difference, d{name}:", np.abs(mine - t.grad).max())
     assert np.allclose(mine, t.grad, rtol=1e-10, atol=1e-12)
-assert np.allclose(tiled.data, reference.data, rtol=1e-10, atol=1e-12)
+assert np.allclose(tiled.numpy(), reference.numpy(), rtol=1e-10, atol=1e-12)
 
 # %% [markdown]
 # ## 3. What the backward pass keeps

@@ -300,10 +300,10 @@ words = CAPTION_VOCAB.decode(ids[0]).split()
 shown = [CAPTION_VOCAB.tokens[i] for i in ids[0]]  # the words and the <eos>
 print(f"test picture {index}: true {recipe.test.captions[index]!r}, generated {' '.join(words)!r}")
 print(f"annotations {annotations.shape}, keys W_k a_j {keys.shape}, decoder state {state.shape}")
-print(f"word 1 ({words[0]!r}): scores e_1j on the {h} x {w} grid\n{scores.data.reshape(h, w)}")
-print(f"weights alpha_1j = softmax(e_1j), sum {weights.data.sum():.3f}\n{weights.data.reshape(h, w)}")
+print(f"word 1 ({words[0]!r}): scores e_1j on the {h} x {w} grid\n{scores.numpy().reshape(h, w)}")
+print(f"weights alpha_1j = softmax(e_1j), sum {weights.numpy().sum():.3f}\n{weights.numpy().reshape(h, w)}")
 print(f"context z_1 = sum_j alpha_1j a_j: shape {context.shape}")
-assert np.allclose(weights.data[0], maps[0, 0], atol=1e-5) and context.shape == (1, config.feature_dim)
+assert np.allclose(weights.numpy()[0], maps[0, 0], atol=1e-5) and context.shape == (1, config.feature_dim)
 
 # %% [markdown]
 # ### A different region for each word

@@ -134,7 +134,7 @@ def dot_t_on_batched(exc: BaseException, frames: list[dict]) -> bool:
     if not isinstance(exc, ValueError) or "matmul" not in message and "remapped shapes" not in message:
         return False
     for local in frames:
-        arrays = [v.data if hasattr(v, "requires_grad") else v for v in local.values()]  # Tensors too
+        arrays = [v._data if hasattr(v, "requires_grad") else v for v in local.values()]  # Tensors too
         shapes = [a.shape for a in arrays if isinstance(a, np.ndarray)]
         for i, x in enumerate(shapes):
             if len(x) < 3:

@@ -70,7 +70,7 @@ def forward_arrays(out: Tensor) -> list[tuple[str, np.ndarray, np.ndarray]]:
     over the whole graph behind `out`: (what it is, the array itself, a copy of it now)."""
     from minigrad.autograd import toposort
 
-    found = [("the output your forward returned", out.data)]
+    found = [("the output your forward returned", out._data)]
     for node in [] if out._node is None else toposort(out._node):
         name = type(node).__name__
         found += [(f"{name}'s ctx.saved[{i}]", x) for i, x in enumerate(node.saved or ())
@@ -130,7 +130,7 @@ def backward_of(fn: Fn, case: Case, g: np.ndarray | None, op: type | None = None
     if not isinstance(out, Tensor):
         raise Fail(f"returned a {type(out).__name__}, not a Tensor")
     if g is None:
-        return Run(out.data, {})
+        return Run(out._data, {})
     if not out.requires_grad:
         raise Fail("the output is not connected to the inputs in the graph (no gradient can flow): "
                    "compute it with Tensor operations, not on .data or numpy arrays")
@@ -138,15 +138,15 @@ def backward_of(fn: Fn, case: Case, g: np.ndarray | None, op: type | None = None
     kept = forward_arrays(out)
     try:
         with observe_backward(observe):
-            out.backward(_read_only(g.astype(out.data.dtype)))
+            out.backward(_read_only(g.astype(out._data.dtype)))
     except Exception as e:
         if _in_place(e, "backward") is not None:
             raise _in_place(e, "backward") from None
         if op is None or not raw or isinstance(e, NotImplementedError):
             raise  # the student's code raised
         error = raised_here(e).message  # the engine, after the op's backward returned (e.g. a shape)
-    grads = raw if op is not None else {n: t.grad for n, t in zip(names, leaves)}
-    return Run(out.data, {n: grads.get(n) for n in names}, error, kept)
+    grads = raw if op is not None else {n: t._grad for n, t in zip(names, leaves)}
+    return Run(out._data, {n: grads.get(n) for n in names}, error, kept)
 
 
 def student_backward(fn: Fn, case: Case, g: np.ndarray, op: type | None = None) -> Run:
@@ -174,7 +174,7 @@ def numeric_grads(fn: Fn, case: Case, g: np.ndarray, eps: float = 1e-6) -> dict[
 
     def loss() -> float:
         with mg.no_grad():
-            return float((fn(*[Tensor(x) for x in xs.values()], **case.options).data * g).sum())
+            return float((fn(*[Tensor(x) for x in xs.values()], **case.options)._data * g).sum())
 
     out = {}
     for n, x in xs.items():

@@ -27,7 +27,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: np.ndarray | Tensor | None 
               scale: float | None = None) -> Tensor:
     """softmax(q k^T / sqrt(d) masked) v through the fused kernel (minigrad.nn.attention.one_block);
     `mask` is bool, True = may attend."""
-    allowed = None if mask is None else np.asarray(getattr(mask, "data", mask), dtype=bool)
+    allowed = None if mask is None else np.asarray(getattr(mask, "_data", mask), dtype=bool)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     return Attention.apply(q, k, v, allowed=allowed, scale=scale)
 

@@ -101,7 +101,7 @@ def checks(sub: Any) -> list[Check]:
                 out = sub.additive_attention(*(Tensor(x[n]) for n in NAMES), mask=m)
             if not (isinstance(out, tuple) and len(out) == 2 and all(isinstance(t, Tensor) for t in out)):
                 raise Fail("additive_attention should return (context, weights), two Tensors")
-            return out[0].data, out[1].data
+            return out[0]._data, out[1]._data
 
         context, weights = run_student("forward", forward)
         return context, weights
@@ -109,7 +109,7 @@ def checks(sub: Any) -> list[Check]:
     def against_reference(x: dict, mask: np.ndarray | None, what: str) -> None:
         context, weights = run(x, mask)
         ref = references.additive_attention(*(Tensor(x[n]) for n in NAMES), mask=mask)
-        ref_c, ref_w = ref[0].data, ref[1].data
+        ref_c, ref_w = ref[0]._data, ref[1]._data
         shown = {n: x[n] for n in ("query", "keys")} | ({} if mask is None else {"mask": mask})
         if weights.shape != ref_w.shape or not close(weights, ref_w, rtol=RTOL):
             shapes = "" if weights.shape == ref_w.shape else f" (shape {weights.shape}, not {ref_w.shape})"

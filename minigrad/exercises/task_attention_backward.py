@@ -109,7 +109,7 @@ def checks(sub: Any) -> list[Check]:
         for case in cases():
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 got = student_output(student, case)
-            want = references.attention(*[Tensor(x) for x in case.inputs.values()], **case.options).data
+            want = references.attention(*[Tensor(x) for x in case.inputs.values()], **case.options)._data
             if got.shape != want.shape or not np.allclose(got, want, rtol=1e-9, atol=1e-12):
                 finite = bool(np.all(np.isfinite(got)))
                 raise Fail(f"on {case.describe()} the output differs from the reference"

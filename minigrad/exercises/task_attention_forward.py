@@ -103,12 +103,12 @@ def checks(sub: Any) -> list[Check]:
                 out = sub.attention(Tensor(q), Tensor(k), Tensor(v), _t(mask))
             if not isinstance(out, Tensor):
                 raise Fail(f"attention returned a {type(out).__name__}, not a Tensor")
-            return out.data
+            return out._data
 
         return run_student("forward", forward)
 
     def reference(q, k, v, mask=None) -> np.ndarray:
-        return references.attention(Tensor(q), Tensor(k), Tensor(v), mask).data
+        return references.attention(Tensor(q), Tensor(k), Tensor(v), mask)._data
 
     def shown(what: str, q, k, v, mask, got, want) -> str:
         inputs = {"q": q, "k": k, "v": v, **({} if mask is None else {"mask": mask})}

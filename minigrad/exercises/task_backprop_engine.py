@@ -194,22 +194,22 @@ def engine_from(sub: Any) -> Callable:
             for i in picks:
                 t, made_by = f.inputs[i], f.parents[i]
                 if made_by is None:
-                    leaves.setdefault(id(t), (t, node(t.data)))
+                    leaves.setdefault(id(t), (t, node(t._data)))
                     parents.append(leaves[id(t)][1])
                 else:
-                    nodes[id(made_by)].data = t.data
+                    nodes[id(made_by)].data = t._data
                     parents.append(nodes[id(made_by)])
 
             def local_backward(g, f=f, picks=picks):
                 grads = type(f).backward(f, g)
                 grads = grads if type(grads) is tuple else (grads,)
-                return tuple(np.zeros_like(f.inputs[i].data) if grads[i] is None
-                             else unbroadcast(np.asarray(grads[i]), f.inputs[i].data.shape)
+                return tuple(np.zeros_like(f.inputs[i]._data) if grads[i] is None
+                             else unbroadcast(np.asarray(grads[i]), f.inputs[i]._data.shape)
                              for i in picks)
 
             nodes[id(f)] = node(None, parents, local_backward, f.name)
         top = nodes[id(root._node)]
-        top.data = root.data
+        top.data = root._data
         sub.backward(top)
         for t, n in leaves.values():
             if n.grad is not None:

@@ -131,14 +131,14 @@ def checks(sub: Any) -> list[Check]:
         for case in forward_cases:
             x, w, b = case.inputs.values()
             got = run_student("forward", lambda case=case: _output(student, case))
-            want = references.conv2d(Tensor(x), Tensor(w), Tensor(b), **case.options).data
+            want = references.conv2d(Tensor(x), Tensor(w), Tensor(b), **case.options)._data
             if got.shape != want.shape:
                 raise Fail(f"on {case.describe()}: output of shape {got.shape}, expected {want.shape} "
                            "(N, O, Ho, Wo), Ho = (H + 2 padding - kH) // stride + 1",
                            forward_detail(case.describe(), case.inputs, got, want))
             if not close(got, want, rtol=1e-9):
                 flipped = references.conv2d(Tensor(x), Tensor(w[:, :, ::-1, ::-1].copy()), Tensor(b),
-                                            **case.options).data
+                                            **case.options)._data
                 raise Fail(f"on {case.describe()}: the output differs from the reference",
                            forward_detail(case.describe(), case.inputs, got, want),
                            ["kernel_flipped"] if close(got, flipped, rtol=1e-9) else [])
@@ -148,7 +148,7 @@ def checks(sub: Any) -> list[Check]:
         """A gradient in the wrong shape (dw per sample, dx uncropped, ...), named before the
         values are compared: over every case, since a crop can be right at one padding only."""
         for case in [worked, *all_cases]:
-            out = references.conv2d(*(Tensor(v) for v in case.inputs.values()), **case.options).data
+            out = references.conv2d(*(Tensor(v) for v in case.inputs.values()), **case.options)._data
             g = upstream(out.shape)
             got = run_student("backward",
                               lambda case=case, g=g: backward_of(student, case, g, sub.Conv2d).grads)
@@ -174,7 +174,7 @@ def _output(student: Any, case: Case) -> np.ndarray:
     got = student(*(Tensor(v.copy()) for v in case.inputs.values()), **case.options)
     if not isinstance(got, Tensor):
         raise Fail(f"Conv2d.apply returned a {type(got).__name__}, not a Tensor")
-    return got.data
+    return got._data
 
 
 # minigrad's own convolution: the functional and the Module (nn.conv), and the kernel

@@ -47,7 +47,7 @@ def forward_mistakes(x: np.ndarray, t: np.ndarray) -> list[tuple[str, float]]:
 def mistakes(case: Case, g: np.ndarray, ref: dict) -> list[Mistake]:
     """The backward's one-hot built by indexing columns: dx[:, t] -= 1 (once per distinct target
     column, as numpy's fancy-indexed -= does, or once per target, as np.subtract.at does)."""
-    x, t = case.inputs["x"], np.asarray(case.options["t"].data)
+    x, t = case.inputs["x"], np.asarray(case.options["t"]._data)
     p = np.exp(_log_softmax(x))
     return [Mistake("one_hot_columns", {"x": g * (p - _columns(t, x.shape[-1], counted)) / len(t)})
             for counted in (False, True)]
@@ -67,14 +67,14 @@ def checks(sub: Any) -> list[Check]:
 
         def run() -> np.ndarray:
             with np.errstate(all="ignore"):  # the huge cases: an overflow is reported, not warned about
-                return np.asarray(student(Tensor(x.copy()), Tensor(t.data.copy())).data, dtype=np.float64)
+                return np.asarray(student(Tensor(x.copy()), Tensor(t._data.copy()))._data, dtype=np.float64)
 
         got = run_student("forward", run)
         with np.errstate(all="ignore"):
-            return got, references.cross_entropy(Tensor(x), t).data
+            return got, references.cross_entropy(Tensor(x), t)._data
 
     def detail(case: Case, got: np.ndarray, want: np.ndarray) -> str:
-        return forward_detail(case.describe(), {"x": case.inputs["x"], "t": case.options["t"].data},
+        return forward_detail(case.describe(), {"x": case.inputs["x"], "t": case.options["t"]._data},
                               got, want)
 
     def forward() -> str:
@@ -83,7 +83,7 @@ def checks(sub: Any) -> list[Check]:
             if np.shape(got) != ():
                 raise Fail(f"the loss has shape {np.shape(got)}, not () (one number: the mean over the rows)")
             if not close(got, want, rtol=1e-9):
-                t = np.asarray(case.options["t"].data)
+                t = np.asarray(case.options["t"]._data)
                 codes = [c for c, p in forward_mistakes(x, t)  # with one row, the sum and x[:, t] are right
                          if (x.shape[0] > 1 or c == "sign_error") and close(got, p, rtol=1e-9)]
                 note = " (N times too big: the sum, not the mean)" if codes[:1] == ["factor_error"] else ""
@@ -112,7 +112,7 @@ def checks(sub: Any) -> list[Check]:
                        detail(overflow, got, want))
         got, want = loss_of(underflow)
         if not close(got, want, rtol=1e-9):
-            x, t = underflow.inputs["x"], np.asarray(underflow.options["t"].data)
+            x, t = underflow.inputs["x"], np.asarray(underflow.options["t"]._data)
             with np.errstate(all="ignore"):
                 log_of_softmax = -np.log(np.exp(_log_softmax(x))[np.arange(len(t)), t]).mean()
             codes = ["log_of_softmax_underflows"] if close(got, log_of_softmax) else []
@@ -135,7 +135,7 @@ def train(sub: Any) -> Check:
 
     def cross_entropy(logits: Tensor, target: Any, ignore_index: int = -100, reduction: str = "mean",
                       label_smoothing: float = 0.0) -> Tensor:
-        t = np.asarray(getattr(target, "data", target))
+        t = np.asarray(getattr(target, "_data", target))
         if reduction != "mean" or label_smoothing or (t == ignore_index).any():
             return original(logits, target, ignore_index, reduction, label_smoothing)
         return sub.CrossEntropy.apply(logits.reshape(-1, logits.shape[-1]), Tensor(t.reshape(-1)))

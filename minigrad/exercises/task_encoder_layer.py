@@ -46,7 +46,7 @@ def mistakes_of(ref: nn.TransformerEncoderLayer, x: Tensor, mask: Any) -> list[t
 def codes_for(got: np.ndarray, ref: nn.TransformerEncoderLayer, x: Tensor, mask: Any) -> list[str]:
     """The code of the first mistake whose output is the student's (none when no prediction fits)."""
     with mg.no_grad():
-        return [c for c, p in mistakes_of(ref, x, mask) if close(got, p.data)][:1]
+        return [c for c, p in mistakes_of(ref, x, mask) if close(got, p._data)][:1]
 
 
 def reference_of(state: dict[str, np.ndarray], seed: int) -> nn.TransformerEncoderLayer:
@@ -76,7 +76,7 @@ def checks(sub: Any) -> list[Check]:
         return {str(k): np.asarray(v) for k, v in mine.state_dict().items()}
 
     def output(out: Any) -> np.ndarray | None:
-        return np.asarray(out.data) if isinstance(out, Tensor) else None
+        return np.asarray(out._data) if isinstance(out, Tensor) else None
 
     rng = np.random.default_rng(13)
 
@@ -94,16 +94,16 @@ def checks(sub: Any) -> list[Check]:
             got, want = r["out"], ref(Tensor(x), attend_mask=m)
             if got is None or got.shape != want.shape:
                 raise Fail(f"the output should be a Tensor of shape {want.shape}")
-            if not close(got, want.data):
+            if not close(got, want._data):
                 label = "causal mask" if mask is not None else "no mask"
                 raise Fail(f"{label}: the output differs from nn.TransformerEncoderLayer's (post-norm) with "
                            "the same weights", diagnosis=codes_for(got, ref, Tensor(x), m),
-                           detail=forward_detail(f"x (1, 3, {D_MODEL}), {label}", {"x": x}, got, want.data))
+                           detail=forward_detail(f"x (1, 3, {D_MODEL}), {label}", {"x": x}, got, want._data))
         return "with and without a causal mask"
 
     def permuted(x: np.ndarray, perm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         mine = layer_of(1)
-        return np.asarray(mine(Tensor(x[:, perm])).data), np.asarray(mine(Tensor(x.copy())).data)
+        return np.asarray(mine(Tensor(x[:, perm]))._data), np.asarray(mine(Tensor(x.copy()))._data)
 
     def equivariance() -> None:
         x = rng.normal(0, 1, (1, 5, D_MODEL))
@@ -118,7 +118,7 @@ def checks(sub: Any) -> list[Check]:
         out = mine(Tensor(x.copy()))
         data = output(out)
         out.backward(g.copy())
-        grads = {str(n): None if p.grad is None else np.asarray(p.grad) for n, p in mine.named_parameters()}
+        grads = {str(n): None if p._grad is None else np.asarray(p._grad) for n, p in mine.named_parameters()}
         return {"state": state, "out": data, "grads": grads}
 
     def parameter_grads() -> str:
@@ -133,7 +133,7 @@ def checks(sub: Any) -> list[Check]:
             raise Fail(f"no gradient reaches {', '.join(unused)}: nothing in the forward uses {them}",
                        diagnosis=codes_for(r["out"], ref, Tensor(x), None))
         for name, grad in r["grads"].items():
-            if not close(grad, theirs[name].grad):
+            if not close(grad, theirs[name]._grad):
                 raise Fail(f"the gradient of {name} differs from the reference's",
                            diagnosis=codes_for(r["out"], ref, Tensor(x), None))
         return f"{len(theirs)} parameters"

@@ -55,7 +55,7 @@ def checks(sub: Any) -> list[Check]:
     def forward() -> str:
         for case in [worked, *cases()]:
             got = student_output(student, case)
-            want = references.layer_norm(*[Tensor(v) for v in case.inputs.values()]).data
+            want = references.layer_norm(*[Tensor(v) for v in case.inputs.values()])._data
             if got.shape != want.shape or not np.allclose(got, want, rtol=1e-8, atol=1e-10):
                 raise Fail(f"on {case.describe()} the forward differs from the reference (it is given)",
                            detail=forward_detail(case.describe(), case.inputs, got, want))

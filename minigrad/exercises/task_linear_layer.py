@@ -90,7 +90,7 @@ def checks(sub: Any) -> list[Check]:
     def draw_wide() -> dict[str, np.ndarray | None]:
         mg.manual_seed(0)  # the same numbers every run
         layer = build(FAN_IN, FAN_OUT)
-        return {name: None if getattr(layer, name, None) is None else np.asarray(getattr(layer, name).data)
+        return {name: None if getattr(layer, name, None) is None else np.asarray(getattr(layer, name)._data)
                 for name in ("weight", "bias")}
 
     def init_of(name: str) -> Callable[[], str]:
@@ -111,7 +111,7 @@ def checks(sub: Any) -> list[Check]:
         draws = []
         for seed in (123, 123, 124):
             mg.manual_seed(seed)
-            draws.append(np.array(build(5, 7).weight.data))
+            draws.append(np.array(build(5, 7).weight._data))
         return draws
 
     def generator() -> str:
@@ -128,8 +128,8 @@ def checks(sub: Any) -> list[Check]:
         layer = build(3, 4, bias=bias)
         got = layer(Tensor(x.copy()))
         w, b = layer.weight, layer.bias
-        return {"weight": np.asarray(w.data), "bias": None if b is None else np.asarray(b.data),
-                "type": type(got).__name__, "out": np.asarray(got.data) if isinstance(got, Tensor) else None}
+        return {"weight": np.asarray(w._data), "bias": None if b is None else np.asarray(b._data),
+                "type": type(got).__name__, "out": np.asarray(got._data) if isinstance(got, Tensor) else None}
 
     def forward() -> str:
         rng = np.random.default_rng(7)
@@ -144,12 +144,12 @@ def checks(sub: Any) -> list[Check]:
             if r["out"] is None:
                 raise Fail(f"on x {shape} forward returned a {r['type']}, not a Tensor")
             got = r["out"]
-            if got.shape != want.shape or not close(got, want.data):
-                no_bias = b is not None and close(got, references.linear(Tensor(x), w).data)
-                shown = {"x": x, "weight": w.data, **({"bias": b.data} if b is not None else {})}
+            if got.shape != want.shape or not close(got, want._data):
+                no_bias = b is not None and close(got, references.linear(Tensor(x), w)._data)
+                shown = {"x": x, "weight": w._data, **({"bias": b._data} if b is not None else {})}
                 raise Fail(f"on x {shape} (bias={bias}) the output differs from x W^T + b"
                            + (": it is x W^T, without b" if no_bias else ""),
-                           detail=forward_detail(f"Linear(3, 4), x {shape}", shown, got, want.data),
+                           detail=forward_detail(f"Linear(3, 4), x {shape}", shown, got, want._data),
                            diagnosis=["linear_bias_missing"] if no_bias else [])
         return "2-D and 3-D inputs, with and without bias"
 

@@ -65,7 +65,7 @@ def checks(sub: Any) -> list[Check]:
     def forward() -> str:
         for case in cases:
             a, b = case.inputs["a"], case.inputs["b"]
-            got = run_student("forward", lambda a=a, b=b: student(Tensor(a.copy()), Tensor(b.copy())).data)
+            got = run_student("forward", lambda a=a, b=b: student(Tensor(a.copy()), Tensor(b.copy()))._data)
             want = a @ b
             if got.shape != want.shape or not np.allclose(got, want):
                 raise Fail(f"on {case.describe()} the forward differs from a @ b (it is given)",

@@ -66,7 +66,7 @@ def checks(sub: Any) -> list[Check]:
     def forward() -> None:
         a, b = worked.inputs["a"], worked.inputs["b"]
         for name, fn, want in (("Mul", mul, a * b), ("Div", div, a / b)):
-            got = run_student("forward", lambda fn=fn: fn(Tensor(a.copy()), Tensor(b.copy())).data)
+            got = run_student("forward", lambda fn=fn: fn(Tensor(a.copy()), Tensor(b.copy()))._data)
             if got.shape != want.shape or not np.allclose(got, want):
                 raise Fail(f"{name}: the forward differs from numpy's (it is given: restore it)",
                            detail=forward_detail(f"{name}, {worked.describe()}", worked.inputs, got, want))

@@ -36,7 +36,7 @@ MERGES = {
 def _data(x: Any, what: str) -> np.ndarray:
     if not isinstance(x, Tensor):
         raise Fail(f"{what} returned a {type(x).__name__}, not a Tensor")
-    return x.data
+    return x._data
 
 
 def predictions(q: np.ndarray, k: np.ndarray, v: np.ndarray, H: int,
@@ -45,7 +45,7 @@ def predictions(q: np.ndarray, k: np.ndarray, v: np.ndarray, H: int,
 
     def attend(split, merge, scale=None) -> np.ndarray:
         heads = [Tensor(split(t, H)) for t in (q, k, v)]
-        return merge(references.attention(*heads, mask=mask, scale=scale).data)
+        return merge(references.attention(*heads, mask=mask, scale=scale)._data)
 
     out = [(split_code or merge_code, attend(SPLITS[split_code], MERGES[merge_code]))
            for split_code, merge_code in product(SPLITS, MERGES) if split_code or merge_code]
@@ -78,7 +78,7 @@ def checks(sub: Any) -> list[Check]:
 
     def split() -> None:
         got = run_student("split_heads", lambda: _data(sub.split_heads(Tensor(x), H), "split_heads"))
-        want = references.split_heads(Tensor(x), H).data
+        want = references.split_heads(Tensor(x), H)._data
         if got.shape != want.shape:
             raise Fail(f"(B, T, C) = {x.shape} with H = {H} gives {got.shape}, expected (B, H, T, D) = "
                        f"{want.shape}")
@@ -90,7 +90,7 @@ def checks(sub: Any) -> list[Check]:
     def merge() -> None:
         heads = rng.normal(0, 1, (B, H, T, D))
         got = run_student("merge_heads", lambda: _data(sub.merge_heads(Tensor(heads)), "merge_heads"))
-        want = references.merge_heads(Tensor(heads)).data
+        want = references.merge_heads(Tensor(heads))._data
         if got.shape != want.shape:
             raise Fail(f"(B, H, T, D) = {heads.shape} gives {got.shape}, expected (B, T, H*D) = {want.shape}")
         if not close(got, want):
@@ -127,7 +127,7 @@ def checks(sub: Any) -> list[Check]:
         raise StudentRaised(str(got.get("message")), [c for c in got.get("diagnosis") or [] if c in HINTS])
 
     def against_reference(q, k, v, mask, what: str) -> None:
-        got, want = run(q, k, v, mask), references.multi_head(Tensor(q), Tensor(k), Tensor(v), H, mask).data
+        got, want = run(q, k, v, mask), references.multi_head(Tensor(q), Tensor(k), Tensor(v), H, mask)._data
         if got.shape != want.shape:
             raise Fail(f"{what}: output of shape {got.shape}, expected (B, Tq, C) = {want.shape}")
         if not close(got, want, rtol=1e-9):

@@ -77,13 +77,13 @@ def checks(sub: Any) -> list[Check]:
 
     def added_to(x: np.ndarray) -> tuple[str, np.ndarray | None]:
         got = student(Tensor(x.copy()))
-        return type(got).__name__, np.asarray(got.data) if isinstance(got, Tensor) else None
+        return type(got).__name__, np.asarray(got._data) if isinstance(got, Tensor) else None
 
     def added() -> None:
         for shape in ((1, 3, 4), (2, 5, 4)):  # the first small enough to print
             x = rng.normal(0, 1, shape)
             kind, got = run_student("add_positions", lambda x=x: added_to(x))
-            want = reference(Tensor(x)).data
+            want = reference(Tensor(x))._data
             if got is None:
                 raise Fail(f"add_positions returned a {kind}, not a Tensor")
             if not close(got, want):
@@ -93,7 +93,7 @@ def checks(sub: Any) -> list[Check]:
     def graph_of(x: np.ndarray) -> tuple[np.ndarray, bool]:
         t = Tensor(x.copy(), requires_grad=True)
         out = student(t)
-        return np.asarray(t.data), bool(out.requires_grad)
+        return np.asarray(t._data), bool(out.requires_grad)
 
     def in_graph() -> None:
         x = rng.normal(0, 1, (2, 3, 4))

@@ -92,7 +92,7 @@ def checks(sub: Any) -> list[Check]:
             for dim in (0, -1):
                 for keepdim in (False, True):
                     got = run_student("forward", lambda op=op, dim=dim, keepdim=keepdim:
-                                      op.apply(Tensor(x.copy()), dim=dim, keepdim=keepdim).data)
+                                      op.apply(Tensor(x.copy()), dim=dim, keepdim=keepdim)._data)
                     want = fn(x, axis=dim, keepdims=keepdim)
                     if got.shape != want.shape or not np.allclose(got, want):
                         label = f"{name}, x (2, 2, 3), dim {dim}, keepdim={keepdim}"

@@ -44,7 +44,7 @@ def checks(sub: Any) -> list[Check]:
 
     def forward() -> str:
         for x in fixed:
-            got = run_student("forward", lambda x=x: student(_t(x)).data)
+            got = run_student("forward", lambda x=x: student(_t(x))._data)
             if got.shape != x.shape or not np.allclose(got, _softmax(x), rtol=1e-10, atol=1e-12):
                 raise Fail(f"on an input of shape {x.shape} the output is not the softmax over the last "
                            "axis: the forward is given; restore it from the stub",
@@ -55,7 +55,7 @@ def checks(sub: Any) -> list[Check]:
         # Row 0 overflows exp without a max subtracted; row 1 underflows to 0 / 0 when one max
         # (1000, row 0's) is subtracted from the whole array instead of each row's own.
         huge = np.array([[1000.0, 0.0, -1000.0], [3.0, 3.0, 3.0]])
-        a = np.asarray(run_student("forward", lambda: student(_t(huge)).data), dtype=np.float64)
+        a = np.asarray(run_student("forward", lambda: student(_t(huge))._data), dtype=np.float64)
         if a.shape != huge.shape:
             raise Fail(f"on huge scores of shape {huge.shape} the output has shape {a.shape}")
         bad = [i for i, row in enumerate(a) if not np.all(np.isfinite(row))]
@@ -75,7 +75,7 @@ def checks(sub: Any) -> list[Check]:
     def stable() -> None:
         huge = np.array([[1000.0, 0.0, -1000.0], [1.0, 2.0, 3.0]])
         with np.errstate(all="ignore"):
-            got = run_student("forward", lambda: student(_t(huge)).data)
+            got = run_student("forward", lambda: student(_t(huge))._data)
             if not close(got, _softmax(huge)):  # then no gradient can be judged
                 raise Fail("the forward is wrong at these scores (see the check of huge scores), so its "
                            "gradient is too")

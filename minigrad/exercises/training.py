@@ -51,7 +51,7 @@ def attention_from(attend: Callable[..., Tensor]) -> dict[str, Callable[..., Ten
         if inside or dropout_p or need_weights or (scale is not None and scale != 1 / np.sqrt(q.shape[-1])):
             return original(q, k, v, mask=mask, is_causal=is_causal, dropout_p=dropout_p,
                             scale=scale, need_weights=need_weights)
-        allowed = None if mask is None else np.asarray(getattr(mask, "data", mask), dtype=bool)
+        allowed = None if mask is None else np.asarray(getattr(mask, "_data", mask), dtype=bool)
         if is_causal:
             causal = np.tri(q.shape[-2], k.shape[-2], dtype=bool)
             allowed = causal if allowed is None else allowed & causal

@@ -196,7 +196,7 @@ class TorchProcess(Engine):
         for group, ours in zip(self.topt.param_groups, self.opt.param_groups):
             group["lr"] = ours["lr"]  # the loop's schedule set it
         lo, hi = self.rank * self.per_rank, (self.rank + 1) * self.per_rank
-        shard = [torch.from_numpy(np.ascontiguousarray(t.data[lo:hi])).to(self.device) for t in batch]
+        shard = [torch.from_numpy(np.ascontiguousarray(t._data[lo:hi])).to(self.device) for t in batch]
         loss = self.model(*shard)
         self.topt.zero_grad(set_to_none=True)
         loss.backward()

@@ -52,7 +52,7 @@ class _Spec:
 
 def _as_array(x: Any) -> np.ndarray | None:
     if isinstance(x, Tensor):
-        return x.data
+        return x._data
     if isinstance(x, np.ndarray):
         return x
     if isinstance(x, torch.Tensor):
@@ -116,9 +116,9 @@ class TorchExport(torch.nn.Module):
         self.buffer_names = tuple(buffers)
         for name in saved + [n for n in [*weights, *buffers] if n not in saved]:
             if name in weights:
-                self._register(name, torch.nn.Parameter(torch.from_numpy(weights[name].data.copy())))
+                self._register(name, torch.nn.Parameter(torch.from_numpy(weights[name]._data.copy())))
             else:
-                self._register(name, torch.from_numpy(np.array(buffers[name].data, copy=True)),
+                self._register(name, torch.from_numpy(np.array(buffers[name]._data, copy=True)),
                                persistent=name in saved)
         self._stretch: set[int] = set()
         if not self.dynamic:
@@ -162,7 +162,7 @@ class TorchExport(torch.nn.Module):
         inputs = [x if a is None else t for a, x, t in zip(arrays, self._fixed, _mg_inputs(arrays))]
         modes, rng = [(m, m.training) for m in self._model.modules()], get_rng_state()
         named = list(self._model.named_buffers())
-        saved = [b.data.copy() for _, b in named]
+        saved = [b._data.copy() for _, b in named]
         self._model.train()
         try:
             with (mg.enable_grad() if grad else mg.no_grad()):
@@ -170,7 +170,7 @@ class TorchExport(torch.nn.Module):
             whole = {n for path, m in self._model.named_modules() if isinstance(m, tuple(MODULE_TWINS))
                      for n, _ in m.named_buffers(prefix=path)}
             changed = [n for (n, b), before in zip(named, saved) if n not in whole
-                       and not np.array_equal(b.data, before, equal_nan=before.dtype.kind in "fc")]
+                       and not np.array_equal(b._data, before, equal_nan=before.dtype.kind in "fc")]
             if changed:
                 raise TraceError(
                     f"to_torch: {self._name} changes the buffers {', '.join(changed)} outside its ops, which "
@@ -180,7 +180,7 @@ class TorchExport(torch.nn.Module):
             for m, mode in modes:
                 m.training = mode
             for (_, b), data in zip(named, saved):
-                b.data = data
+                b._data = data
             set_rng_state(rng)
 
     # ------------------------------------------------------------------ calling
@@ -190,7 +190,7 @@ class TorchExport(torch.nn.Module):
         the example's tensors, the same shapes except the leading batch dimension."""
         B = self._check(inputs)
         device = next((p.device for p in self.parameters()), torch.device("cpu"))
-        xs = [x if s is None else torch.as_tensor(getattr(x, "data", x) if isinstance(x, Tensor) else x,
+        xs = [x if s is None else torch.as_tensor(getattr(x, "_data", x) if isinstance(x, Tensor) else x,
                                                   device=device)
               for x, s in zip(inputs, self._specs)]
         if not self.dynamic:
@@ -380,8 +380,8 @@ def to_torch(model: Any, *example_inputs: Any, method: str | Callable[..., Any] 
           recognised at export (`dynamic` is True) and traced again with minigrad on every
           call, to take these constants from the new inputs; the ops still run in torch.
         * Values minigrad computes outside its ops (comparisons such as `x > 0`, `.item()`,
-          numpy on `.data`) are constants too. When they change with the batch, the program
-          is dynamic as above; when they do not (say `weight.data > 0`), the trace fixes
+          numpy on `.numpy()`) are constants too. When they change with the batch, the program
+          is dynamic as above; when they do not (say `weight._data > 0`), the trace fixes
           them, even after training changes the weights.
         * Non-tensor inputs (a Python float, None) are fixed to the example's value.
         * Dtypes: each op follows torch's promotion rules, which are minigrad's except for a

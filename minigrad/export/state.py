@@ -33,7 +33,7 @@ def state_dict_to_torch(state: Mapping[str, Any], layout: str = "minigrad") -> d
     """
     if layout not in LAYOUTS:
         raise ValueError(f"state_dict_to_torch: layout must be one of {LAYOUTS}, not {layout!r}")
-    out = {k: torch.from_numpy(np.array(getattr(v, "data", v), copy=True)) for k, v in state.items()}
+    out = {k: torch.from_numpy(np.array(getattr(v, "_data", v), copy=True)) for k, v in state.items()}
     return _pack(out) if layout == "torch.nn" else out
 
 

@@ -161,18 +161,18 @@ class _Recorder:
     def _add(self, t: Tensor, ref: Ref) -> None:
         # The array too: an op may give the tensor a new one (batch norm's running statistics),
         # and a freed array's id could come back as an unrelated array's
-        self._alive.extend((t, t.data))
+        self._alive.extend((t, t._data))
         self._tensors[id(t)] = ref
-        self._arrays[id(t.data)] = (ref, t.requires_grad)
+        self._arrays[id(t._data)] = (ref, t.requires_grad)
 
     def ref(self, t: Tensor) -> Ref:
         hit = self._tensors.get(id(t))
         if hit is not None:
             return hit
-        return self.array_ref(t.data, t.requires_grad)
+        return self.array_ref(t._data, t.requires_grad)
 
     def array_ref(self, a: np.ndarray, requires_grad: bool = False) -> Ref:
-        """A Ref for an array: a known one (e.g. `Tensor._make(input.data, None)` wraps an example
+        """A Ref for an array: a known one (e.g. `Tensor._make(input._data, None)` wraps an example
         input's array again, and `detach()` an op's output), else a new constant."""
         hit = self._arrays.get(id(a))
         if hit is not None:

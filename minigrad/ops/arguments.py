@@ -43,7 +43,7 @@ def one_axis(dim, ndim: int, op: str) -> int:
 
 def index_array(index: Any) -> np.ndarray:
     """An index argument (Tensor, array, list, int) as a numpy array; [] is an empty int64."""
-    data = getattr(index, "data", index)
+    data = getattr(index, "_data", index)
     if isinstance(data, list) and not data:
         return np.zeros(0, dtype=np.int64)
     return np.asarray(data)

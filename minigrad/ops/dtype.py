@@ -87,7 +87,7 @@ def to(self, *args: Any, device: Any = None, dtype: Any = None, non_blocking: bo
     if target == self.dtype and not copy:
         return self  # type: ignore[return-value]
     if target.kind not in "fc":  # integer and boolean tensors never require grad
-        return self._make(self.data.astype(target), None)
+        return self._make(self._data.astype(target), None)
     return Cast.apply(self, dtype=target)
 
 
@@ -240,7 +240,7 @@ class LegacyTensorType(builtins.type):
             return Tensor._make(np.empty(args, dtype=cls.dtype), None)  # a shape (or () for empty)
         if len(args) > 1:
             raise TypeError(f"{cls.__name__}: expected data or sizes, got {args!r}")
-        return Tensor._make(np.array(args[0].data if isinstance(args[0], Tensor) else args[0],
+        return Tensor._make(np.array(args[0]._data if isinstance(args[0], Tensor) else args[0],
                                      dtype=cls.dtype), None)
 
     def __instancecheck__(cls, obj: Any) -> builtins.bool:

@@ -34,9 +34,9 @@ def _check_writable_in_graph(t: Tensor, value: Tensor) -> None:
     while node is not None and type(node) is IndexPut:  # an earlier write: the same tensor
         node = node.inputs[0]._node
     if node is not None:
-        s = versions.storage(t.data)
+        s = versions.storage(t._data)
         for inp in node.inputs:
-            if inp.requires_grad and versions.storage(inp.data) is s:
+            if inp.requires_grad and versions.storage(inp._data) is s:
                 base = "a leaf Variable" if inp._node is None else "a tensor"
                 raise RuntimeError(f"setitem: a view of {base} that requires grad (made by "
                                    f"{node.name}) is being used in an in-place operation; "
@@ -343,21 +343,21 @@ def __setitem__(self, index: Any, value: Any) -> None:
     graph = grad_mode.is_grad_enabled() and (self.requires_grad or v.requires_grad)
     if graph:
         _check_writable_in_graph(self, v)
-    if not self.data.flags.writeable:
+    if not self._data.flags.writeable:
         raise RuntimeError(f"setitem: this tensor's array (shape {self.shape}) is read-only, as "
                            "an expand or broadcast_to result, whose elements share memory; "
                            "clone() it first")
     if not graph:
-        put(self.data, steps, v.data)
+        put(self._data, steps, v._data)
     else:
-        old = self._make(self.data, self._node)
+        old = self._make(self._data, self._node)
         old.requires_grad = self.requires_grad
         out = IndexPut.apply(old, v, steps=steps)
         if self._node is not None and self._node.retained is not None:
             self._node.retained = None  # retain_grad() asked for the gradient of the tensor,
             out._node.retained = weakref.ref(self)  # which is now the new value
         self._node, self.requires_grad = out._node, True
-    versions.bump(self.data)
+    versions.bump(self._data)
 
 
 # ----------------------------------------------------------------------------- selection
@@ -505,5 +505,5 @@ def nonzero(self, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
     """The int64 indices of the nonzero elements, one row each, shape (n, ndim); with
     as_tuple, one 1-d tensor per dim (a 0-d tensor counts as 1-d). Not differentiable."""
     if as_tuple:
-        return tuple(self._make(i.astype(np.int64), None) for i in np.nonzero(np.atleast_1d(self.data)))
-    return self._make(np.argwhere(self.data).astype(np.int64), None)
+        return tuple(self._make(i.astype(np.int64), None) for i in np.nonzero(np.atleast_1d(self._data)))
+    return self._make(np.argwhere(self._data).astype(np.int64), None)

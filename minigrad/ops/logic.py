@@ -18,7 +18,7 @@ from .table import method, op
 
 
 def _array(x: Any) -> Any:
-    return getattr(x, "data", x)
+    return getattr(x, "_data", x)
 
 
 @op(inplace=True)
@@ -64,26 +64,26 @@ def bools(self, values: Any) -> Tensor:
 @op
 def isnan(self) -> Tensor:
     """True where the value is NaN (never for integers)."""
-    return bools(self, np.isnan(self.data) if self.data.dtype.kind in "fc" else np.zeros(self.shape))
+    return bools(self, np.isnan(self._data) if self._data.dtype.kind in "fc" else np.zeros(self.shape))
 
 
 @op
 def isinf(self) -> Tensor:
     """True where the value is +inf or -inf (never for integers)."""
-    return bools(self, np.isinf(self.data) if self.data.dtype.kind in "fc" else np.zeros(self.shape))
+    return bools(self, np.isinf(self._data) if self._data.dtype.kind in "fc" else np.zeros(self.shape))
 
 
 @op
 def isfinite(self) -> Tensor:
     """True where the value is neither NaN nor infinite (always for integers)."""
-    return bools(self, np.isfinite(self.data) if self.data.dtype.kind in "fc" else np.ones(self.shape))
+    return bools(self, np.isfinite(self._data) if self._data.dtype.kind in "fc" else np.ones(self.shape))
 
 
 @op
 def equal(self, other: Any) -> bool:
     """True when other has the same shape and the same values (NaN equals nothing)."""
     other = _array(other)
-    return self.shape == np.shape(other) and bool(np.array_equal(self.data, other))
+    return self.shape == np.shape(other) and bool(np.array_equal(self._data, other))
 
 
 @op
@@ -102,38 +102,38 @@ def isclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
     except ValueError:
         raise ValueError(f"isclose: shapes {self.shape} and {other.shape} do not broadcast") from None
     if self.dtype == np.bool_:
-        return bools(self, self.data == other.data)
-    return bools(self, np.isclose(self.data, other.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+        return bools(self, self._data == other._data)
+    return bools(self, np.isclose(self._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 @op
 def allclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     """True when every element is close to other's: isclose(...).all(), as a Python bool."""
-    return bool(self.isclose(other, rtol, atol, equal_nan).data.all())
+    return bool(self.isclose(other, rtol, atol, equal_nan)._data.all())
 
 
 @op(inplace=True)
 def logical_not(self) -> Tensor:
     """True where the value is zero (False), a bool tensor."""
-    return bools(self, np.logical_not(self.data))
+    return bools(self, np.logical_not(self._data))
 
 
 @op(inplace=True)
 def logical_and(self, other: Any) -> Tensor:
     """True where both values are non-zero, a bool tensor."""
-    return bools(self, np.logical_and(self.data, _array(other)))
+    return bools(self, np.logical_and(self._data, _array(other)))
 
 
 @op(inplace=True)
 def logical_or(self, other: Any) -> Tensor:
     """True where either value is non-zero, a bool tensor."""
-    return bools(self, np.logical_or(self.data, _array(other)))
+    return bools(self, np.logical_or(self._data, _array(other)))
 
 
 @op(inplace=True)
 def logical_xor(self, other: Any) -> Tensor:
     """True where exactly one of the two values is non-zero, a bool tensor."""
-    return bools(self, np.logical_xor(self.data, _array(other)))
+    return bools(self, np.logical_xor(self._data, _array(other)))
 
 
 def _compare(self, other: Any, op: Callable) -> Tensor:
@@ -141,7 +141,11 @@ def _compare(self, other: Any, op: Callable) -> Tensor:
     first wrapped to its dtype, as in PyTorch (int8 < 300 is int8 < 44; see scalar_array)."""
     if isinstance(other, int) and not isinstance(other, bool) and self.dtype.kind in "iu":
         other = self._other(other)
-    return self._make(np.asarray(op(self.data, getattr(other, "data", other))), None)
+    try:
+        values = op(self._data, getattr(other, "_data", other))
+    except TypeError:  # an object numpy cannot compare (pytest.approx): let it compare itself, as torch
+        return NotImplemented
+    return self._make(np.asarray(values), None)
 
 
 @method
@@ -178,11 +182,11 @@ def _bitwise(self, other: Any, op: Callable, name: str) -> Tensor:
     """Bitwise on integers, logical on bools, as in PyTorch; the dtypes follow the one rule
     (int32 & 1 stays int32, bool & int64 is int64); a float operand is refused."""
     b = self._other(other) if other is not None else self
-    dtype = result_type(self.data, b.data)
+    dtype = result_type(self._data, b._data)
     if dtype.kind not in "biu":
         raise TypeError(f"{name}: bitwise ops take integer or bool tensors, got {self.dtype}"
                         + ("" if other is None else f" and {b.dtype}"))
-    a, b = self.data.astype(dtype, copy=False), b.data.astype(dtype, copy=False)
+    a, b = self._data.astype(dtype, copy=False), b._data.astype(dtype, copy=False)
     return self._make(np.asarray(op(a) if other is None else op(a, b)), None)
 
 

@@ -226,7 +226,7 @@ def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True)
 
 def _sort_indices(self, dim: int, descending: bool, op: str) -> tuple[int, np.ndarray]:
     axis = one_axis(dim, self.ndim, op)
-    data = self.data if self.ndim else self.data.reshape(1)
+    data = self._data if self.ndim else self._data.reshape(1)
     return axis, stable_argsort(data, axis, descending)
 
 
@@ -241,5 +241,5 @@ def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = Fal
 def count_nonzero(self, dim: Dim = None) -> Tensor:
     """The int64 number of nonzero elements over `dim` (None: all; an int or a tuple)."""
     axes = normalize_dims(dim, self.ndim, "count_nonzero")
-    counts = np.count_nonzero(self.data, axis=axes) if self.ndim else np.count_nonzero(self.data)
+    counts = np.count_nonzero(self._data, axis=axes) if self.ndim else np.count_nonzero(self._data)
     return self._make(np.asarray(counts, dtype=np.int64), None)

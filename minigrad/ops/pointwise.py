@@ -18,7 +18,7 @@ from ..tensor import Tensor
 from . import erf as erf_kernels
 from .indexing import Where
 from .promotion import promote, result_type, true_div_operands
-from .table import op
+from .table import method, op
 
 _LN2, _LN10, _TWO_OVER_SQRT_PI = math.log(2.0), math.log(10.0), 2.0 / math.sqrt(math.pi)
 
@@ -105,6 +105,9 @@ class Abs(Function):
 @op(inplace=True, inplace_function=True)
 def abs(self) -> Tensor:
     return Abs.apply(self)
+
+
+method(abs, name="__abs__")  # abs(x)
 
 
 class TanhOp(Function):
@@ -710,7 +713,7 @@ def xlogy(self, other: Any) -> Tensor:
 def _floating(self) -> Tensor:
     """An integer or bool tensor as float32 (PyTorch's default float dtype), for the
     transcendental functions, which give a float for an integer input, as in PyTorch."""
-    if self.data.dtype.kind in "fc":
+    if self._data.dtype.kind in "fc":
         return self
     return self.float()
 
@@ -762,7 +765,7 @@ def nan_to_num(self, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
     """NaN -> nan, +inf -> posinf, -inf -> neginf (by default the dtype's largest and
     smallest finite values). Gradient: g where x is finite, 0 at the replaced places."""
-    if self.data.dtype.kind not in "fc":  # integers have nothing to replace
-        return self._make(self.data.copy(), None)
-    filled = np.nan_to_num(self.data, nan=nan, posinf=posinf, neginf=neginf)
-    return Where.apply(self._make(np.isfinite(self.data), None), self, self._make(filled, None))
+    if self._data.dtype.kind not in "fc":  # integers have nothing to replace
+        return self._make(self._data.copy(), None)
+    filled = np.nan_to_num(self._data, nan=nan, posinf=posinf, neginf=neginf)
+    return Where.apply(self._make(np.isfinite(self._data), None), self, self._make(filled, None))

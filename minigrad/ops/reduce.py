@@ -189,7 +189,7 @@ def _extreme(self, dim: int, keepdim: bool, op: str) -> MaxResult | MinResult:
     axis = one_axis(dim, self.ndim, op)
     if self.ndim and self.shape[axis] == 0:
         raise IndexError(f"{op}: cannot reduce the empty dim {dim} of a tensor of shape {self.shape}")
-    flat = self.data.reshape(1) if self.ndim == 0 else self.data
+    flat = self._data.reshape(1) if self.ndim == 0 else self._data
     pick = np.argmax if op == "max" else np.argmin  # NaN counts as the extreme in both
     idx = np.expand_dims(pick(flat, axis=axis), axis)
     if self.ndim == 0:
@@ -470,8 +470,8 @@ def log_softmax_form(input: Any, dim: int) -> Tensor:
 def _float_only(self, op: str) -> None:
     """Reductions that average refuse integers, as PyTorch does (the mean of int64 has no
     int64 result)."""
-    if self.data.dtype.kind not in "fc":
-        raise TypeError(f"{op}: the input is {self.data.dtype}, not a floating-point tensor; "
+    if self._data.dtype.kind not in "fc":
+        raise TypeError(f"{op}: the input is {self._data.dtype}, not a floating-point tensor; "
                         f"convert it first with .float()")
 
 
@@ -479,23 +479,23 @@ def _float_only(self, op: str) -> None:
 def all(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
     """True where every value over dim (one, several, or all) is non-zero."""
     axis = normalize_dims(dim, self.ndim, "all") if self.ndim else None
-    return bools(self, np.all(self.data, axis=axis, keepdims=keepdim))
+    return bools(self, np.all(self._data, axis=axis, keepdims=keepdim))
 
 
 @op
 def any(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
     """True where some value over dim (one, several, or all) is non-zero."""
     axis = normalize_dims(dim, self.ndim, "any") if self.ndim else None
-    return bools(self, np.any(self.data, axis=axis, keepdims=keepdim))
+    return bools(self, np.any(self._data, axis=axis, keepdims=keepdim))
 
 
 @op
 def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """The index of the largest value over dim (of the flattened tensor without dim), int64."""
-    return self._make(np.asarray(np.argmax(self.data, axis=dim, keepdims=keepdim)), None)
+    return self._make(np.asarray(np.argmax(self._data, axis=dim, keepdims=keepdim)), None)
 
 
 @op
 def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """The index of the smallest value over dim (of the flattened tensor without dim), int64."""
-    return self._make(np.asarray(np.argmin(self.data, axis=dim, keepdims=keepdim)), None)
+    return self._make(np.asarray(np.argmin(self._data, axis=dim, keepdims=keepdim)), None)

@@ -76,7 +76,7 @@ def _to_index(index: Any, top: bool = True) -> Any:
     if isinstance(index, tuple) and top:
         return tuple(_to_index(i, top=False) for i in index)
     if isinstance(index, Tensor):  # a Tensor
-        index = index.data
+        index = index._data
     elif isinstance(index, (list, tuple)):
         # An empty list is an integer index that selects nothing (t[[]] has shape (0, ...), as
         # in PyTorch); numpy alone would make it a float array and refuse it.
@@ -353,7 +353,7 @@ def _view_dtype(self, dtype: np.dtype) -> Tensor:
         raise RuntimeError(f"view: a 0-d {self.dtype} tensor cannot be viewed as {dtype}, whose "
                            "item size differs")
     try:
-        data = np.ascontiguousarray(self.data).view(dtype)
+        data = np.ascontiguousarray(self._data).view(dtype)
     except ValueError:
         raise RuntimeError(f"view: the last dim of shape {self.shape} ({self.shape[-1]} x "
                            f"{self.dtype.itemsize} bytes) does not divide into {dtype} items "
@@ -452,7 +452,7 @@ def clone(self) -> Tensor:
 def contiguous(self) -> Tensor:
     """self when its array is already C-ordered, else a C-ordered copy (as PyTorch)."""
     # clone keeps the strides' order; a flat view of a strided array is a C-ordered copy
-    return self if self.data.flags.c_contiguous else self.reshape(-1).reshape(self.shape)
+    return self if self._data.flags.c_contiguous else self.reshape(-1).reshape(self.shape)
 
 
 @op
@@ -638,7 +638,7 @@ def repeat_interleave_form(input: Any, repeats: Any = None, dim: int | None = No
     """Without repeats, `input` holds the counts: the int64 tensor of 0, 1, ... each repeated
     its count of times (repeat_interleave([1, 0, 2]) is [0, 2, 2])."""
     if repeats is None:
-        counts = check_index(getattr(input, "data", input), "repeat_interleave", "repeats")
+        counts = check_index(getattr(input, "_data", input), "repeat_interleave", "repeats")
         return repeat_interleave(Tensor(np.arange(counts.size, dtype=np.int64)), counts,
                                  output_size=output_size)
     return as_tensor(input).repeat_interleave(repeats, dim, output_size=output_size)

@@ -113,7 +113,7 @@ def median(self, dim: int | None = None, keepdim: bool = False) -> Tensor | Medi
             raise TypeError("median: keepdim=True needs a dim (the median of all elements is 0-d)")
         return Median.apply(self)
     axis = one_axis(dim, self.ndim, "median")
-    data = self.data if self.ndim else self.data.reshape(1)
+    data = self._data if self.ndim else self._data.reshape(1)
     if data.shape[axis] == 0:
         raise IndexError(f"median: expected reduction dim {dim} to have non-zero size, in a "
                          f"tensor of shape {self.shape}")
@@ -280,7 +280,7 @@ def _multinomial_weights(self, num_samples: Any, replacement: bool) -> np.ndarra
         raise TypeError(f"multinomial: num_samples must be an int, not {num_samples!r}")
     if num_samples <= 0:
         raise RuntimeError(f"multinomial: cannot sample num_samples={num_samples} <= 0 samples")
-    w = self.data.astype(np.float64).reshape(-1, self.shape[-1])
+    w = self._data.astype(np.float64).reshape(-1, self.shape[-1])
     k = w.shape[1]
     if not replacement and num_samples > k:
         raise RuntimeError(f"multinomial: cannot sample num_samples={num_samples} > {k} "

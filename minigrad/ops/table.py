@@ -72,6 +72,7 @@ def op(fn: Callable | None = None, *, function: bool = True, inplace: bool = Fal
     `torch.exp_`, not for `add_`), and each alias (torch's second names: `clip` for `clamp`,
     `arccos` for `acos`), which has every variant too."""
     def declare(fn: Callable) -> Callable:
+        fn = _with_numpy_names(fn)
         primary = name or getattr(fn, "fget", fn).__name__
         # One object per variant, shared by the aliases (`arccos` is `acos`), as `arccos = acos` would be.
         form = _function_form(fn, primary) if function else None
@@ -98,11 +99,43 @@ def method(fn: Callable | None = None, *, inplace: bool = False, name: str | Non
 def function(fn: Callable | None = None, *, name: str | None = None) -> Any:
     """Declare a function form written on its own (`minigrad.cat`, `minigrad.where`)."""
     def declare(fn: Callable) -> Callable:
+        fn = _with_numpy_names(fn)
         if name is not None:  # `amax_form` in its module, `amax` to every reader
             fn.__name__ = fn.__qualname__ = name
         _entry(fn, name).function = fn
         return fn
     return declare(fn) if fn is not None else declare
+
+
+# The numpy spellings torch's argument parser takes for every op: x.sum(axis=0, keepdims=True).
+NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
+
+
+def _with_numpy_names(fn: Any) -> Any:
+    """fn, also taking `axis` for its `dim` and `keepdims` for its `keepdim` (as torch's ops do);
+    fn itself when it has neither parameter (no wrapper, no cost)."""
+    if isinstance(fn, property):
+        return fn
+    params = inspect.signature(fn).parameters
+    renames = {numpy: ours for numpy, ours in NUMPY_NAMES.items() if ours in params and numpy not in params}
+    if not renames:
+        return fn
+    unsettable = [k for k in ("out", "dtype") if k not in params]
+
+    def with_numpy_names(*args: Any, **kwargs: Any) -> Any:
+        for unset in unsettable:  # np.sum(x), np.mean(x) call x.sum(axis=None, dtype=None, out=None)
+            if kwargs.get(unset, 0) is None:
+                del kwargs[unset]
+        for numpy, ours in renames.items():
+            if numpy in kwargs:
+                if ours in kwargs:
+                    raise TypeError(f"{fn.__name__}: got both {ours}= and its other name {numpy}=")
+                kwargs[ours] = kwargs.pop(numpy)
+        return fn(*args, **kwargs)
+
+    with_numpy_names.__signature__ = inspect.signature(fn)
+    _name_like(with_numpy_names, fn, fn.__name__)
+    return with_numpy_names
 
 
 def _function_form(method: Callable, name: str) -> Callable:
@@ -136,7 +169,7 @@ def _inplace_form(method: Callable, name: str) -> Callable:
     def inplace(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         result = method(self, *args, **kwargs)
         if result._node is None and self.requires_grad and is_grad_enabled():
-            result = Overwritten.apply(self, values=result.data)  # in the graph, with gradient 0
+            result = Overwritten.apply(self, values=result._data)  # in the graph, with gradient 0
         return self._take_result(result, name + "_")
 
     inplace.__signature__ = inspect.signature(method)

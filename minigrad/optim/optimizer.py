@@ -112,8 +112,8 @@ class Optimizer:
         for p in self._params():
             if set_to_none:
                 p.grad = None
-            elif p.grad is not None:
-                p.grad.fill(0)
+            elif p._grad is not None:
+                p._grad.fill(0)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; parameters whose grad is None are skipped.
@@ -132,7 +132,7 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        todo = [(i, group, p) for i, group, p in self._indexed() if p.grad is not None]
+        todo = [(i, group, p) for i, group, p in self._indexed() if p._grad is not None]
         states = [self.state.get(i, {}) for i, _, _ in todo]
 
         # One parameter after another, on the calling thread. (Spread over two threads, Adam's
@@ -141,10 +141,10 @@ class Optimizer:
         # they gain.)
         try:
             for (_, group, p), state in zip(todo, states):
-                self._update(p.data, p.grad, state, group)
+                self._update(p._data, p._grad, state, group)
         finally:  # (after an error too: the parameters updated before it are changed)
             for (i, _, p), state in zip(todo, states):
-                bump(p.data)  # so a backward through a graph made before this step raises
+                bump(p._data)  # so a backward through a graph made before this step raises
                 if state:  # plain SGD keeps no buffers, so no entry
                     self.state[i] = state
         return loss

@@ -200,7 +200,7 @@ class AdamW(Adam):
 
 
 def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float = 2.0,
-                    error_if_nonfinite: bool = False) -> float:
+                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
     """Scale all gradients together, in place, so that their joint norm is at most max_norm.
 
     The gradients are treated as one long vector:
@@ -215,16 +215,18 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm
         norm_type: p of the p-norm (> 0), or float("inf") for the largest absolute value.
         error_if_nonfinite: raise when the total norm is nan or inf (otherwise the gradients
             become nan, as in PyTorch).
+        foreach: accepted for torch's signature; it changes nothing here.
 
     Returns:
-        The total norm of the gradients before clipping.
+        The total norm of the gradients before clipping, a 0-d Tensor in the gradients' dtype
+        (float32 zero when no parameter has a gradient), as torch's.
     """
     params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
-    grads = [p.grad for p in params if p.grad is not None]
+    grads = [p._grad for p in params if p._grad is not None]
     norm_type = float(norm_type)
     _require(norm_type > 0, f"clip_grad_norm_: norm_type must be > 0 or inf, not {norm_type}")
     if not grads:
-        return 0.0
+        return Tensor._make(np.zeros((), dtype=np.float32), None)
     # The norm of the per-tensor norms is the norm of the concatenation, with no copy made;
     # combining them in float64 keeps float32 gradients from overflowing when squared.
     norms = np.array([np.linalg.norm(g.ravel(), norm_type) for g in grads if g.size],
@@ -240,4 +242,4 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm
         with np.errstate(invalid="ignore"):  # an inf norm scales by 0: inf * 0 is nan, as in PyTorch
             for g in grads:
                 g *= scale
-    return total
+    return Tensor._make(np.array(total, dtype=grads[0].dtype), None)

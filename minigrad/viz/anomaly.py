@@ -92,7 +92,7 @@ def _check_forward(ctx: Function, inputs: tuple, out: np.ndarray, names: Names) 
         return
     came_nan = came_inf = False
     for t in inputs:
-        n, i = _bad(t.data)
+        n, i = _bad(t._data)
         came_nan, came_inf = came_nan or n, came_inf or i
     new_nan = nan and not came_nan
     new_inf = inf and not (came_nan or came_inf) and ctx.name not in INF_ALLOWED

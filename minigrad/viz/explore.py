@@ -233,13 +233,13 @@ class _Collector:
         # A tensor sits in the modules its maker and all its users share; inputs and the output
         # stay outside, so that folding a module never hides them.
         chains = [ops[i]["mods"] for i in ([made_by] if made_by is not None else []) + used]
-        inside = kind in ("param", "tensor") or (kind == "const" and t.data.size <= 1)
+        inside = kind in ("param", "tensor") or (kind == "const" and t._data.size <= 1)
         mods = _common(chains) if chains and inside else []
         order = made_by + 0.5 if made_by is not None else (min(used) - 0.5 if used else 0)
         kept = getattr(t, "values_kept", True)
         return {"id": self.ids[k], "kind": kind, "label": name or "", "mods": mods, "order": order,
                 "shape_text": shape_text(tuple(t.shape), t.dtype),
-                "data": self.values(t.data) if kept else None, "contribs": received}
+                "data": self.values(t._data) if kept else None, "contribs": received}
 
     def received(self, trace: BackwardTrace, output: Tensor) -> tuple[dict, dict]:
         """Per tensor key, the gradients it got in step order, each with the sum so far (the
@@ -270,8 +270,8 @@ class _Collector:
                 last["total"] = self.grad(maker[k].grad_values, maker[k])
             elif last["total"] is not None:
                 last["total"] = self.values(last["total"], with_norm=True)
-            elif k in leaf and leaf[k].grad is not None:
-                last["total"] = self.values(leaf[k].grad, with_norm=True)
+            elif k in leaf and leaf[k]._grad is not None:
+                last["total"] = self.values(leaf[k]._grad, with_norm=True)
         return got, parts
 
     def step(self, s: Any, received: dict, parts: dict) -> dict:

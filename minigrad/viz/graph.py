@@ -226,7 +226,7 @@ class _Builder:
                     if pu is None:
                         self.kind[id(t)] = self._leaf_kind(t) if p is None else "entering"
                         self.placed[id(t)] = []
-                if pu is None and (self.kind[id(t)] == "param" or t.data.size <= 1):
+                if pu is None and (self.kind[id(t)] == "param" or t._data.size <= 1):
                     # Parameters and scalar constants sit by their use; inputs stay outside.
                     self.placed[id(t)].append(self.unit_cluster[cu])
                 if box is not None:
@@ -257,7 +257,7 @@ class _Builder:
     def _hidden_in(self, box: _Box, t: Tensor) -> bool:
         if t.requires_grad:
             return self.names.owns(box.module, t)
-        return t.data.size <= 1
+        return t._data.size <= 1
 
     def _leaf_kind(self, t: Tensor) -> str:
         if not t.requires_grad:
@@ -272,10 +272,10 @@ class _Builder:
         if name:
             lines.append(name)
         lines.append(shape_text(t.shape, t.dtype))
-        show = (self.limit is None or t.data.size <= self.limit) and getattr(t, "values_kept", True)
+        show = (self.limit is None or t._data.size <= self.limit) and getattr(t, "values_kept", True)
         if show:
-            lines += prefixed("data", values_grid(t.data))
-        grad, gnorm = t.grad, None
+            lines += prefixed("data", values_grid(t._data))
+        grad, gnorm = t._grad, None
         node = t._node
         if grad is None and node is not None:
             if id(node) in self.upstream:

@@ -153,7 +153,7 @@ def plot_attention(
 
 def _as_maps(weights: Any, name: str | None) -> tuple[np.ndarray, bool]:
     """(H, Tq, Tk) float maps, and whether the input was a single (Tq, Tk) map."""
-    a = np.asarray(weights.data if isinstance(weights, Tensor) else weights, dtype=np.float64)
+    a = np.asarray(weights._data if isinstance(weights, Tensor) else weights, dtype=np.float64)
     where = f" of {name!r}" if name is not None else ""
     if a.ndim == 4:
         if a.shape[0] != 1:

@@ -143,16 +143,16 @@ class BERTRecipe(Recipe):
                 start = (i * EVAL_BATCH) % len(self.val_pairs)
                 inputs, segments, labels, is_next = self._batch_of(
                     self.val_pairs[start : start + EVAL_BATCH], rng)
-                selected = labels.data != IGNORE  # (B, T)
+                selected = labels._data != IGNORE  # (B, T)
                 mlm_logits, nsp_logits = self.model(inputs, segments, positions=selected)  # (N, V), (B, 2)
-                targets = labels.data[selected]  # (N,)
+                targets = labels._data[selected]  # (N,)
                 loss = F.cross_entropy(mlm_logits, targets) + F.cross_entropy(nsp_logits, is_next)
                 losses.append(loss.item())
-                hits += int((mlm_logits.data.argmax(-1) == targets).sum())
+                hits += int((mlm_logits._data.argmax(-1) == targets).sum())
                 base += int((targets == self.most_frequent).sum())
                 picked += targets.size
-                nsp_hits += int((nsp_logits.data.argmax(-1) == is_next.data).sum())
-                pairs_seen += len(is_next.data)
+                nsp_hits += int((nsp_logits._data.argmax(-1) == is_next._data).sum())
+                pairs_seen += len(is_next._data)
         return {"val_loss": float(np.mean(losses)), "mlm_acc": hits / max(picked, 1),
                 "mlm_baseline": base / max(picked, 1), "nsp_acc": nsp_hits / max(pairs_seen, 1)}
 
@@ -168,7 +168,7 @@ class BERTRecipe(Recipe):
         ids = np.array([ids[: self.config.block_size - 1] + [tok.sep_id]], dtype=np.int64)  # (1, T)
         with nn.evaluating(self.model), mg.no_grad():
             logits, _ = self.model(ids, positions=ids == tok.mask_id)  # (M, V), M masks
-        logits = logits.data.astype(np.float64)
+        logits = logits._data.astype(np.float64)
         logits[:, : len(tok.SPECIAL_TOKENS)] = -np.inf  # guess words only
         p = np.exp(logits - logits.max(-1, keepdims=True))
         p /= p.sum(-1, keepdims=True)

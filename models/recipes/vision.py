@@ -82,7 +82,7 @@ class DigitsRecipe(Recipe):
         with nn.evaluating(self.model), mg.no_grad():
             logits = self.model(mg.tensor(self.x_test))  # (360, 10)
             loss = F.cross_entropy(logits, mg.tensor(self.y_test)).item()
-        accuracy = float((logits.data.argmax(-1) == self.y_test).mean())
+        accuracy = float((logits._data.argmax(-1) == self.y_test).mean())
         return {"val_loss": float(loss), "accuracy": accuracy}
 
     def demo(self, count: int = 6) -> str:

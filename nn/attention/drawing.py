@@ -26,15 +26,15 @@ def attention_pipeline(node: Function) -> list[tuple]:
     steps = _attention_steps(node, q, k, v, 0, 1, 2, 3 if len(node.inputs) > 3 else None)
     values = {}
     if _small_inputs(node):
-        values = _attention_values(node, node.inputs[0].data, node.inputs[1].data,
-                                   node.inputs[3].data if len(node.inputs) > 3 else None)
+        values = _attention_values(node, node.inputs[0]._data, node.inputs[1]._data,
+                                   node.inputs[3]._data if len(node.inputs) > 3 else None)
     return [step + (values.get(step[2]),) for step in steps]
 
 
 def _small_inputs(node: Function) -> bool:
     """Whether the graph still holds the node's inputs: small ones are kept after backward
     (see `Released`), and only they are worth printing."""
-    return all(getattr(t, "values_kept", True) and t.data.size <= KEEP_VALUES for t in node.inputs)
+    return all(getattr(t, "values_kept", True) and t._data.size <= KEEP_VALUES for t in node.inputs)
 
 
 def _attention_values(node: Function, q: np.ndarray, k: np.ndarray, bias) -> dict[str, np.ndarray]:
@@ -74,8 +74,8 @@ def packed_attention_pipeline(node: Function) -> list[tuple]:
     steps.append(("Merge heads", ["attention output"], "merged", (B, T, E)))
     values = {}
     if _small_inputs(node):
-        q, k, v = node.inputs[0].data.reshape(B, T, 3, H, E // H).transpose(2, 0, 3, 1, 4)  # (B, H, T, D)
-        values = _attention_values(node, q, k, node.inputs[1].data if len(node.inputs) > 1 else None)
+        q, k, v = node.inputs[0]._data.reshape(B, T, 3, H, E // H).transpose(2, 0, 3, 1, 4)  # (B, H, T, D)
+        values = _attention_values(node, q, k, node.inputs[1]._data if len(node.inputs) > 1 else None)
         values.update(q=q, k=k, v=v)
     return [step + (values.get(step[2]),) for step in steps]
 

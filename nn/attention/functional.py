@@ -77,7 +77,7 @@ def attention_reference(
     out = p @ v  # (..., Tq, dv)
     out.name = "attention output"
     if _recorders:
-        _record(weights.data, "attention_reference")
+        _record(weights._data, "attention_reference")
     return (out, weights) if need_weights else out
 
 
@@ -317,7 +317,7 @@ def _split_mask(name: str, mask: Any, scores: tuple[int, ...],
                 f"{scores} (..., Tq, Tk)"
             ) from None
         if m.dtype == np.bool_:
-            allowed = m.data
+            allowed = m._data
         elif m.dtype.kind == "f":
             check_float_mask(name, m)
             bias = m

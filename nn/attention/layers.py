@@ -265,7 +265,7 @@ class AdditiveAttention(Module):
         scores = self.v((q + k).tanh()).squeeze(-1)  # (B, Tq, Tk)
         weights = masked_softmax(scores, _single_head_mask(mask), "AdditiveAttention")
         if _recorders:  # nn.record_attention is open
-            _record(weights.data, "AdditiveAttention")
+            _record(weights._data, "AdditiveAttention")
         return weights @ values, weights  # (B, Tq, Dv), (B, Tq, Tk)
 
     def extra_repr(self) -> str:
@@ -298,7 +298,7 @@ class BilinearAttention(Module):
         scores = (query @ self.weight) @ keys.transpose(1, 2)  # (B, Tq, Tk)
         weights = masked_softmax(scores, _single_head_mask(mask), "BilinearAttention")
         if _recorders:  # nn.record_attention is open
-            _record(weights.data, "BilinearAttention")
+            _record(weights._data, "BilinearAttention")
         return weights @ values, weights  # (B, Tq, Dv), (B, Tq, Tk)
 
     def extra_repr(self) -> str:

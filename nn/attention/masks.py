@@ -47,7 +47,7 @@ def padding_mask(lengths_or_tokens: Any, pad: int | None = None, max_len: int | 
     Returns:
         a bool Tensor (B, 1, 1, T) that broadcasts against the weights (B, H, Tq, T).
     """
-    data = np.asarray(getattr(lengths_or_tokens, "data", lengths_or_tokens))
+    data = np.asarray(getattr(lengths_or_tokens, "_data", lengths_or_tokens))
     if data.dtype.kind not in "iu":
         raise TypeError(f"padding_mask: expected integer lengths or token ids, not {data.dtype}")
     if pad is not None:
@@ -112,7 +112,7 @@ def check_float_mask(name: str, mask: Tensor) -> None:
     a third."""
     if mask.requires_grad or mask.size == 0:
         return
-    d = mask.data
+    d = mask._data
     if d.max() == 1 and d.min() >= 0 and ((d == 0) | (d == 1)).all():
         warnings.warn(f"{name}: the float mask holds only 0s and 1s; it is added to the scores, so "
                       f"it masks nothing: {_MASK_ADVICE}", UserWarning, stacklevel=2)
@@ -152,7 +152,7 @@ def combine_masks(*masks: Tensor | None) -> Tensor | None:
     total = None
     for m in given:
         if m.dtype == np.bool_:
-            m = Tensor(np.where(m.data, 0.0, -math.inf).astype(dtype))
+            m = Tensor(np.where(m._data, 0.0, -math.inf).astype(dtype))
         total = m if total is None else total + m
     return total
 

@@ -29,7 +29,7 @@ def unary_forward_in_float32(fn, ref, domain, data, reference_in=np.float64) -> 
     a = data.draw(domain(shapes()), label="x").astype(np.float32)
     out = fn(mg.tensor(a))
     assert out.dtype == np.float32 and out.shape == a.shape
-    np.testing.assert_allclose(out.data, ref(a.astype(reference_in)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out.numpy(), ref(a.astype(reference_in)), rtol=1e-5, atol=1e-6)
 
 
 def binary_forward_in_float32(fn, ref, draw_pair, data, reference_in=np.float64, atol=1e-5) -> None:
@@ -38,7 +38,7 @@ def binary_forward_in_float32(fn, ref, draw_pair, data, reference_in=np.float64,
     a, b = (v.astype(np.float32) for v in data.draw(draw_pair(shape_a, shape_b), label="a, b"))
     out = fn(mg.tensor(a), mg.tensor(b))
     assert out.dtype == np.float32
-    np.testing.assert_allclose(out.data, ref(a.astype(reference_in), b.astype(reference_in)),
+    np.testing.assert_allclose(out.numpy(), ref(a.astype(reference_in), b.astype(reference_in)),
                                rtol=1e-5, atol=atol)
 
 
@@ -53,7 +53,7 @@ def _edge(fn, x):
 def edge_exact(fn, x, value, grad) -> None:
     """fn at a 0-d float32 x: exactly this value and this gradient (NaN where NaN)."""
     out, t = _edge(fn, x)
-    np.testing.assert_array_equal(out.data, np.float32(value))
+    np.testing.assert_array_equal(out.numpy(), np.float32(value))
     np.testing.assert_array_equal(t.grad, np.float32(grad))
 
 
@@ -62,7 +62,7 @@ def edge_close(fn, x, value, grad) -> None:
     with its sign (round(-0.5) is -0.0)."""
     out, t = _edge(fn, x)
     assert out.dtype == np.float32
-    np.testing.assert_allclose(out.data, np.float32(value), rtol=1e-6)
+    np.testing.assert_allclose(out.numpy(), np.float32(value), rtol=1e-6)
     np.testing.assert_allclose(t.grad, np.float32(grad), rtol=1e-6)
     if value == 0:
-        assert np.signbit(out.data) == np.signbit(np.float32(value))
+        assert np.signbit(out.numpy()) == np.signbit(np.float32(value))

@@ -24,7 +24,7 @@ def test_full_infers_the_dtype_as_torch(fill):
     torch = _torch()
     ours, theirs = mg.full((2, 3), fill), torch.full((2, 3), fill)
     assert ours.shape == (2, 3) and ours.dtype == np.dtype(torch_dtype_name(theirs))
-    np.testing.assert_array_equal(ours.data, theirs.numpy())
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
 def test_full_with_a_dtype_and_requires_grad():
@@ -42,10 +42,10 @@ def test_linspace_as_torch(start, end, steps):
     torch = _torch()
     ours, theirs = mg.linspace(start, end, steps), torch.linspace(start, end, steps)
     assert ours.dtype == np.float32 and ours.shape == tuple(theirs.shape)
-    np.testing.assert_allclose(ours.data, theirs.numpy(), rtol=1e-6, atol=1e-4)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-4)
     ours = mg.linspace(start, end, steps, dtype=np.float64)
     theirs = torch.linspace(start, end, steps, dtype=torch.float64)
-    np.testing.assert_allclose(ours.data, theirs.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
 
 
 LINSPACES = [((0, 10, 6), "int64"), ((1, 10, 4), "int32"), ((-1, 10, 4), "int64"), ((0.5, 10.7, 3), "int64"),
@@ -58,12 +58,12 @@ def test_linspace_edges_and_integer_dtypes_as_torch(args, dtype):
     ours = mg.linspace(*args, dtype=np.dtype(dtype))
     theirs = torch.linspace(*args, dtype=getattr(torch, dtype))
     assert ours.dtype == np.dtype(dtype) and ours.shape == tuple(theirs.shape)
-    np.testing.assert_array_equal(ours.data, theirs.numpy())
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
 def test_linspace_takes_0d_tensors_requires_grad_and_refuses_bad_steps():
     x = mg.linspace(mg.tensor(0.0), mg.tensor(1.0), 3, requires_grad=True)
-    assert x.requires_grad and x.is_leaf and x.data.tolist() == [0.0, 0.5, 1.0]
+    assert x.requires_grad and x.is_leaf and x.numpy().tolist() == [0.0, 0.5, 1.0]
     with pytest.raises(RuntimeError, match="linspace: number of steps must be non-negative, got -1"):
         mg.linspace(0, 1, -1)
     with pytest.raises(TypeError, match="linspace: steps must be an int"):
@@ -93,9 +93,9 @@ def test_from_numpy_shares_memory_both_ways_and_keeps_the_dtype(dtype):
     x = mg.from_numpy(a)
     assert x.dtype == a.dtype == np.dtype(torch_dtype_name(torch.from_numpy(a))) and not x.requires_grad
     a[0, 0] = 1
-    assert x.data[0, 0] == 1
-    x.data[1, 1] = 1
-    assert a[1, 1] == 1 and np.shares_memory(x.data, a)
+    assert x.numpy()[0, 0] == 1
+    x.numpy()[1, 1] = 1
+    assert a[1, 1] == 1 and np.shares_memory(x.numpy(), a)
 
 
 def test_from_numpy_errors_as_torch():

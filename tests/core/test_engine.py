@@ -123,7 +123,7 @@ def test_intermediate_gradients_are_not_kept():
 def test_leaf_hook_fires_once_with_the_summed_gradient():
     x = mg.tensor([1.0, 2.0], requires_grad=True)
     calls = []
-    x.register_hook(lambda g: calls.append(g.copy()))
+    x.register_hook(lambda g: calls.append(g.clone()))
     (x * x + x).sum().backward()
     assert len(calls) == 1
     np.testing.assert_array_equal(calls[0], [3.0, 5.0])
@@ -133,10 +133,10 @@ def test_intermediate_hook_fires_once_when_used_twice():
     x = mg.tensor([1.0, 2.0], requires_grad=True)
     h = x * 2
     calls = []
-    h.register_hook(lambda g: calls.append(g.copy()))
+    h.register_hook(lambda g: calls.append(g.clone()))
     (h * h + h).sum().backward()
     assert len(calls) == 1
-    np.testing.assert_array_equal(calls[0], 2 * h.data + 1)
+    np.testing.assert_array_equal(calls[0], 2 * h.numpy() + 1)
 
 
 def test_hooks_may_replace_the_gradient():
@@ -167,10 +167,10 @@ def test_retain_grad_keeps_intermediate_gradients():
     other = h + 1
     loss = (other * h).sum()
     loss.backward(retain_graph=True)
-    np.testing.assert_array_equal(h.grad, 2 * h.data + 1)
+    np.testing.assert_array_equal(h.grad, 2 * h.numpy() + 1)
     assert other.grad is None and x.grad is not None
     loss.backward()
-    np.testing.assert_array_equal(h.grad, 2 * (2 * h.data + 1))  # accumulates like a leaf
+    np.testing.assert_array_equal(h.grad, 2 * (2 * h.numpy() + 1))  # accumulates like a leaf
 
 
 # ----------------------------------------------------------------------------- backward(g), twice
@@ -202,7 +202,7 @@ def test_backward_twice_raises_unless_the_graph_is_retained():
     y = (x * x).sum()
     y.backward(retain_graph=True)
     y.backward()
-    np.testing.assert_array_equal(x.grad, 2 * 2 * x.data)  # two passes accumulate
+    np.testing.assert_array_equal(x.grad, 2 * 2 * x.numpy())  # two passes accumulate
     with pytest.raises(RuntimeError, match="already freed by an earlier backward; pass retain_graph=True"):
         y.backward()
 
@@ -252,7 +252,7 @@ def test_no_grad_restores_grad_mode_after_an_error():
 def test_detach_shares_values_and_stops_gradients():
     x = mg.tensor([1.0, 2.0], requires_grad=True)
     d = x.detach()
-    assert d.data is x.data and not d.requires_grad and d.grad_fn is None
+    assert d.numpy() is x.numpy() and not d.requires_grad and d.grad_fn is None
     (x * x.detach()).sum().backward()
     np.testing.assert_array_equal(x.grad, [1.0, 2.0])
 

@@ -96,8 +96,8 @@ def test_a_diamond_sums_to_2x_plus_1(n, value):
     page = explore((x * x + x).sum())
     received = tensor_named(page, "x")["contribs"]
     assert len(received) == 3  # twice from the Mul, once from the Add
-    assert np.allclose(received[-1]["total"]["v"], rounded(2 * x.data + 1), rtol=1e-3, atol=1e-6)
-    assert np.allclose(x.grad, 2 * x.data + 1)
+    assert np.allclose(received[-1]["total"]["v"], rounded(2 * x.numpy() + 1), rtol=1e-3, atol=1e-6)
+    assert np.allclose(x.grad, 2 * x.numpy() + 1)
 
 
 def test_a_tiny_gpt_is_folded_by_its_modules_and_stays_small():
@@ -130,8 +130,8 @@ def test_a_students_own_op_from_the_exercises():
     g = mg.tensor([[1.0, -1.0, 2.0]])
     page = explore((student.Softmax.apply(s) * g).sum())
     step = next(x for x in page.data["steps"] if x["name"] == "Softmax")
-    a = student.Softmax.apply(mg.tensor(s.data)).data
-    expected = a * (g.data - (g.data * a).sum(-1, keepdims=True))  # ds = a * (g - rowsum(g * a))
+    a = student.Softmax.apply(mg.tensor(s.numpy())).numpy()
+    expected = a * (g.numpy() - (g.numpy() * a).sum(-1, keepdims=True))  # ds = a * (g - rowsum(g * a))
     assert np.allclose(step["sent"][0]["grad"]["v"], rounded(expected), rtol=1e-3)
     assert step["sent"][0]["to_label"] == "s"
 
@@ -228,7 +228,7 @@ def test_expanded_multihead_attention_shows_the_weights_it_returns():
     out.backward(mg.tensor(np.random.default_rng(1).normal(size=out.shape).astype(np.float32)))
     source = draw_graph(out, model=attn, expand_fused=True, show_values=True).source
     _, weights = attn(x, x, x, need_weights=True)
-    row = "[" + ", ".join(f"{w:.4g}" for w in weights.data[0, 0]) + "]"
+    row = "[" + ", ".join(f"{w:.4g}" for w in weights.numpy()[0, 0]) + "]"
     assert f"weights\\n(1, 1, 3, 3) float32\\ndata {row}" in source
 
 
@@ -238,7 +238,7 @@ def test_expanded_masked_attention_shows_the_masked_weights():
     _, weights = F.scaled_dot_product_attention(q, k, v, is_causal=True, need_weights=True)
     source = draw_graph(loss, expand_fused=True, show_values=True).source
     assert "scores\\n(3, 3) float64\\ndata [1.414" in source  # before the mask
-    row = "[" + ", ".join(f"{w:.4g}" for w in weights.data[1]) + "]"
+    row = "[" + ", ".join(f"{w:.4g}" for w in weights.numpy()[1]) + "]"
     assert f"weights\\n(3, 3) float64\\ndata [1, 0, 0]\\n{row}" in source  # after it
 
 

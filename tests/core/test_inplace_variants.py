@@ -38,10 +38,10 @@ def test_every_declared_in_place_variant_is_its_method_written_into_self():
     for name, args, domain in CASES:
         a = _input(*domain)
         x = mg.tensor(a.copy())
-        storage, expected = x.data, getattr(mg.tensor(a.copy()), name[:-1])(*args)
+        storage, expected = x.numpy(), getattr(mg.tensor(a.copy()), name[:-1])(*args)
         out = getattr(x, name)(*args)
-        assert out is x and x.data is storage, name  # the same tensor, the same memory
-        np.testing.assert_array_equal(x.data, expected.data, err_msg=name)
+        assert out is x and x.numpy() is storage, name  # the same tensor, the same memory
+        np.testing.assert_array_equal(x.numpy(), expected.numpy(), err_msg=name)
         assert x._version == 1, name
 
 
@@ -84,22 +84,22 @@ def test_masked_fill_in_place_inside_a_forward_gets_masked_fills_gradients():
         return (scores.softmax(-1) * w).sum()
 
     loss(True).backward()
-    g = q.grad.copy()
+    g = q.grad.numpy().copy()
     q.grad = None
     loss(False).backward()
     np.testing.assert_array_equal(g, q.grad)
-    assert (g[~keep.data] == 0).all()
+    assert (g[~keep.numpy()] == 0).all()
 
 
 def test_a_leaf_that_requires_grad_is_refused_and_left_unchanged():
     w = mg.tensor([1.0, 2.0], requires_grad=True)
     with pytest.raises(RuntimeError, match="exp_: a leaf tensor that requires grad is used in an in-place"):
         w.exp_()
-    np.testing.assert_array_equal(w.data, [1.0, 2.0])
+    np.testing.assert_array_equal(w.numpy(), [1.0, 2.0])
     assert w._version == 0 and w.grad_fn is None
     with mg.no_grad():  # as an initializer or an optimizer step does
         w.mul_(2.0)
-    np.testing.assert_array_equal(w.data, [2.0, 4.0])
+    np.testing.assert_array_equal(w.numpy(), [2.0, 4.0])
     assert w._version == 1 and w.grad_fn is None and w.requires_grad
 
 
@@ -124,7 +124,7 @@ def test_views_see_the_change_and_a_node_that_saved_the_old_values_refuses_backw
     x = mg.tensor([[1.0, 2.0], [3.0, 4.0]])
     row = x[0]
     x.mul_(10.0)
-    np.testing.assert_array_equal(row.data, [10.0, 20.0])
+    np.testing.assert_array_equal(row.numpy(), [10.0, 20.0])
     w = mg.tensor([1.0, 2.0], requires_grad=True)
     v = mg.tensor([3.0, 4.0])
     y = (w * v).sum()  # Mul saved v

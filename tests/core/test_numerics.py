@@ -19,7 +19,7 @@ def grad_of(fn, values, g=None, dtype=np.float32):
     x = mg.tensor(np.asarray(values, dtype), requires_grad=True)
     out = fn(x)
     out.backward(np.ones(out.shape, dtype) if g is None else np.asarray(g, dtype))
-    return out.data, x.grad
+    return out.numpy(), x.grad
 
 
 # ----------------------------------------------------------------------------- std
@@ -114,7 +114,7 @@ def test_masked_fill_value_gets_the_sum_of_the_filled_gradients():
     x = mg.tensor([2.0, 2.0, 2.0], requires_grad=True)
     v = mg.tensor(5.0, requires_grad=True)
     y = x.masked_fill(mg.tensor([True, False, True]), v)
-    np.testing.assert_array_equal(y.data, [5.0, 2.0, 5.0])
+    np.testing.assert_array_equal(y.numpy(), [5.0, 2.0, 5.0])
     y.backward(mg.tensor([1.0, 2.0, 3.0]))
     assert v.grad == 4.0 and v.grad.shape == ()
     np.testing.assert_array_equal(x.grad, [0.0, 2.0, 0.0])
@@ -125,7 +125,7 @@ def test_masked_fill_keeps_the_input_dtype_and_gives_value_its_own():
     v = mg.tensor(np.float64(-1.0), requires_grad=True)
     y = x.masked_fill(mg.tensor([[True], [False]]), v)  # the mask (2, 1) broadcasts over columns
     assert y.dtype == np.float32
-    np.testing.assert_array_equal(y.data, [[-1.0, -1.0], [3.0, 4.0]])
+    np.testing.assert_array_equal(y.numpy(), [[-1.0, -1.0], [3.0, 4.0]])
     y.backward(np.array([[1.0, 2.0], [4.0, 8.0]], np.float32))
     assert v.grad == 3.0 and v.grad.dtype == np.float64
     np.testing.assert_array_equal(x.grad, [[0.0, 0.0], [4.0, 8.0]])

@@ -49,7 +49,7 @@ def test_int_bool_half_as_torch(a):
              (x.type(mg.int16), t.type(torch.int16)), (x.to(dtype=mg.float64), t.to(dtype=torch.float64))]
     for ours, theirs in pairs:
         assert ours.dtype == np.dtype(torch_dtype_name(theirs))
-        np.testing.assert_array_equal(ours.data, theirs.numpy())
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
         assert not ours.requires_grad or ours.dtype.kind == "f"
 
 
@@ -71,10 +71,10 @@ def test_to_returns_itself_unless_asked_to_copy():
     x = mg.zeros(3, requires_grad=True)
     assert x.to(mg.float32) is x and x.type(mg.float32) is x and x.to(x) is x and x.to() is x
     y = x.to(mg.float32, copy=True)
-    assert y is not x and y.requires_grad and not np.shares_memory(y.data, x.data)
+    assert y is not x and y.requires_grad and not np.shares_memory(y.numpy(), x.numpy())
     i = mg.tensor(np.arange(3))
     j = i.to(copy=True)
-    assert j is not i and j.dtype == np.int64 and not np.shares_memory(i.data, j.data)
+    assert j is not i and j.dtype == np.int64 and not np.shares_memory(i.numpy(), j.numpy())
     assert x.to(i).dtype == np.int64 and not x.to(i).requires_grad
     t = torch.zeros(3)
     assert t.to(torch.float32) is t and t.to(torch.float32, copy=True) is not t
@@ -115,7 +115,7 @@ def test_integer_casts_carry_no_gradient():
     x = mg.tensor([1.7, -2.2], requires_grad=True)
     n = x.long()
     assert n.dtype == np.int64 and not n.requires_grad and n.grad_fn is None
-    np.testing.assert_array_equal(n.data, [1, -2])
+    np.testing.assert_array_equal(n.numpy(), [1, -2])
 
 
 @fewer_examples
@@ -154,14 +154,14 @@ def test_cast_edges_round_and_overflow_as_numpy():
         warnings.simplefilter("error")
         half = mg.tensor(big).half()
     assert half.dtype == np.float16
-    np.testing.assert_array_equal(half.data, want)
-    np.testing.assert_array_equal(half.data, [np.inf, -np.inf, 65504.0, 65504.0, np.inf, np.inf, np.nan])
+    np.testing.assert_array_equal(half.numpy(), want)
+    np.testing.assert_array_equal(half.numpy(), [np.inf, -np.inf, 65504.0, 65504.0, np.inf, np.inf, np.nan])
 
     ints = np.array([2**24 + 1, 2**24 + 3, -(2**24 + 1), 2**53 + 1])
     single = mg.tensor(ints).float()
     assert single.dtype == np.float32
-    np.testing.assert_array_equal(single.data, ints.astype(np.float32))
-    assert single.data[0] == 2**24 and single.data[1] == 2**24 + 4 and single.data[2] == -(2**24)
+    np.testing.assert_array_equal(single.numpy(), ints.astype(np.float32))
+    assert single.numpy()[0] == 2**24 and single.numpy()[1] == 2**24 + 4 and single.numpy()[2] == -(2**24)
 
     x = mg.tensor(big, requires_grad=True)
     with warnings.catch_warnings():

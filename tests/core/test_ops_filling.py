@@ -46,12 +46,12 @@ def test_copy_gives_its_source_the_gradient_of_what_it_gave_broadcast_back(data)
 
 def test_zero_and_copy_write_into_the_same_memory_and_move_the_version():
     x = mg.tensor([[1.0, 2.0], [3.0, 4.0]])
-    storage = x.data
-    assert x.zero_() is x and x.data is storage and x._version == 1
-    np.testing.assert_array_equal(x.data, 0)
+    storage = x.numpy()
+    assert x.zero_() is x and x.numpy() is storage and x._version == 1
+    np.testing.assert_array_equal(x.numpy(), 0)
     assert x.copy_(mg.tensor([5.0, 6.0])) is x and x._version == 2
-    np.testing.assert_array_equal(x.data, [[5, 6], [5, 6]])
-    assert x.fill_(-1) is x and (x.data == -1).all() and x._version == 3
+    np.testing.assert_array_equal(x.numpy(), [[5, 6], [5, 6]])
+    assert x.fill_(-1) is x and (x.numpy() == -1).all() and x._version == 3
 
 
 def test_copy_casts_to_the_tensors_dtype_as_torch_and_overflows_to_inf():
@@ -60,9 +60,9 @@ def test_copy_casts_to_the_tensors_dtype_as_torch_and_overflows_to_inf():
     assert ints.dtype is mg.int64 and ints.tolist() == [1, -2, 3]  # toward zero, as torch
     half = mg.zeros(2, dtype=mg.half)
     half.copy_(mg.tensor([1e6, -1e6], dtype=mg.float64))
-    assert np.isposinf(half.data[0]) and np.isneginf(half.data[1])
+    assert np.isposinf(half.numpy()[0]) and np.isneginf(half.numpy()[1])
     nan = mg.zeros(2).fill_(float("nan"))
-    assert np.isnan(nan.data).all()
+    assert np.isnan(nan.numpy()).all()
 
 
 def test_fills_refuse_a_leaf_that_requires_grad_outside_no_grad():
@@ -71,10 +71,10 @@ def test_fills_refuse_a_leaf_that_requires_grad_outside_no_grad():
                  lambda: w.uniform_(), lambda: w.normal_()):
         with pytest.raises(RuntimeError, match="a leaf tensor that requires grad"):
             fill()
-    np.testing.assert_array_equal(w.data, 0)  # nothing was written
+    np.testing.assert_array_equal(w.numpy(), 0)  # nothing was written
     with mg.no_grad():
         w.normal_(0, 0.02)  # as nn.init does
-    assert w.requires_grad and w.data.std() > 0
+    assert w.requires_grad and w.numpy().std() > 0
 
 
 def test_copy_from_a_source_that_does_not_broadcast_names_both_shapes():
@@ -86,15 +86,15 @@ def test_copy_from_a_source_that_does_not_broadcast_names_both_shapes():
 def test_random_fills_draw_from_their_distribution_and_repeat_with_a_generator():
     g = mg.Generator().manual_seed(5)
     u = mg.empty(20000).uniform_(-2, 3, generator=g)
-    assert u.data.min() >= -2 and u.data.max() < 3 and abs(u.data.mean() - 0.5) < 0.05
+    assert u.numpy().min() >= -2 and u.numpy().max() < 3 and abs(u.numpy().mean() - 0.5) < 0.05
     n = mg.empty(20000, dtype=mg.float64).normal_(1.0, 0.5, generator=g)
-    assert n.dtype is mg.float64 and abs(n.data.mean() - 1) < 0.02 and abs(n.data.std() - 0.5) < 0.02
+    assert n.dtype is mg.float64 and abs(n.numpy().mean() - 1) < 0.02 and abs(n.numpy().std() - 0.5) < 0.02
     b = mg.empty(20000).bernoulli_(0.25, generator=g)
-    assert set(np.unique(b.data)) <= {0.0, 1.0} and abs(b.data.mean() - 0.25) < 0.02
+    assert set(np.unique(b.numpy())) <= {0.0, 1.0} and abs(b.numpy().mean() - 0.25) < 0.02
     e = mg.empty(20000).exponential_(4.0, generator=g)
-    assert e.data.min() >= 0 and abs(e.data.mean() - 0.25) < 0.02
+    assert e.numpy().min() >= 0 and abs(e.numpy().mean() - 0.25) < 0.02
     again = mg.empty(20000).uniform_(-2, 3, generator=g.manual_seed(5))
-    np.testing.assert_array_equal(again.data, u.data)
+    np.testing.assert_array_equal(again.numpy(), u.numpy())
 
 
 @pytest.mark.parametrize("call, message", [
@@ -126,7 +126,7 @@ def test_new_tensors_take_this_tensors_dtype_unless_told(name, args):
     assert out.dtype is mg.float64 and not out.requires_grad and out.grad_fn is None
     assert out.shape == (tuple(args[0]) if isinstance(args[0], tuple) else tuple(args))
     if name == "new_full":
-        assert (out.data == 7.5).all()
+        assert (out.numpy() == 7.5).all()
     other = getattr(x, name)(*args, dtype=mg.int32, requires_grad=False)
     assert other.dtype is mg.int32
 
@@ -136,8 +136,8 @@ def test_new_tensor_copies_its_data_in_this_tensors_dtype():
     src = mg.tensor([1.0, 2.0], requires_grad=True)
     out = x.new_tensor(src)
     assert out.dtype is mg.float16 and not out.requires_grad and out.tolist() == [1.0, 2.0]
-    out.data[0] = 9
-    assert src.data[0] == 1  # a copy
+    out.numpy()[0] = 9
+    assert src.numpy()[0] == 1  # a copy
     assert x.new_tensor([1, 2], dtype=mg.long).dtype is mg.int64
     with pytest.raises(TypeError, match=r"new_zeros: a size is non-negative ints, got \(2, -1\)"):
         x.new_zeros(2, -1)

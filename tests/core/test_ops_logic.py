@@ -39,14 +39,14 @@ def test_comparisons_are_boolean_and_carry_no_grad(op, ref, data):
     for other, expected in [(mg.tensor(b), ref(a, b)), (b, ref(a, b)), (1.0, ref(a, 1.0))]:
         out = op(x, other)
         assert out.dtype == np.bool_ and not out.requires_grad and out.grad_fn is None
-        np.testing.assert_array_equal(out.data, expected)
+        np.testing.assert_array_equal(out.numpy(), expected)
 
 
 def test_boolean_combinators():
     x = mg.tensor([0.0, 1.0, 2.0])
-    np.testing.assert_array_equal((~(x > 0)).data, [True, False, False])
-    np.testing.assert_array_equal(((x > 0) & (x < 2)).data, [False, True, False])
-    np.testing.assert_array_equal(((x < 1) | (x > 1)).data, [True, False, True])
+    np.testing.assert_array_equal((~(x > 0)).numpy(), [True, False, False])
+    np.testing.assert_array_equal(((x > 0) & (x < 2)).numpy(), [False, True, False])
+    np.testing.assert_array_equal(((x < 1) | (x > 1)).numpy(), [True, False, True])
     assert bool((x >= 0).all()) and not bool((x > 5).any())
 
 
@@ -77,7 +77,7 @@ def test_comparisons_and_logic_broadcast_and_give_bool_without_grad(name, ref, d
     x = mg.tensor(a, requires_grad=True)
     for out in (getattr(x, name)(mg.tensor(b)), getattr(mg, name)(x, b)):
         assert out.dtype == np.bool_ and not out.requires_grad
-        np.testing.assert_array_equal(out.data, ref(a, b))
+        np.testing.assert_array_equal(out.numpy(), ref(a, b))
 
 
 @fewer_examples
@@ -88,13 +88,13 @@ def test_isnan_isinf_isfinite_and_logical_not(x):
                       ("logical_not", np.logical_not)):
         out = getattr(t, name)()
         assert out.dtype == np.bool_ and out.shape == x.shape
-        np.testing.assert_array_equal(out.data, ref(x))
-        np.testing.assert_array_equal(getattr(mg, name)(t).data, ref(x))
+        np.testing.assert_array_equal(out.numpy(), ref(x))
+        np.testing.assert_array_equal(getattr(mg, name)(t).numpy(), ref(x))
 
 
 def test_integer_and_bool_tensors_are_never_nan_or_inf():
     for t in (mg.tensor(INT), mg.tensor([True, False])):
-        assert not t.isnan().data.any() and not t.isinf().data.any() and t.isfinite().data.all()
+        assert not t.isnan().numpy().any() and not t.isinf().numpy().any() and t.isfinite().numpy().all()
         assert t.isnan().shape == t.shape
 
 
@@ -111,15 +111,15 @@ def test_all_and_any_over_dims(data):
     for name, ref in (("all", np.all), ("any", np.any)):
         out = getattr(mg.tensor(x), name)(dim, keepdim=keepdim)
         assert out.dtype == np.bool_
-        np.testing.assert_array_equal(out.data, ref(x, axis=axis, keepdims=keepdim))
-        np.testing.assert_array_equal(getattr(mg, name)(x, dim=dim, keepdim=keepdim).data, out.data)
+        np.testing.assert_array_equal(out.numpy(), ref(x, axis=axis, keepdims=keepdim))
+        np.testing.assert_array_equal(getattr(mg, name)(x, dim=dim, keepdim=keepdim).numpy(), out.numpy())
 
 
 def test_all_and_any_without_dim_are_unchanged():
     x = mg.tensor([[1.0, 0.0], [2.0, 3.0]])
     assert x.all().shape == () and not x.all().item() and x.any().item()
-    np.testing.assert_array_equal(x.all(dim=-1).data, [False, True])
-    np.testing.assert_array_equal(x.any(dim=(0, 1), keepdim=True).data, [[True]])
+    np.testing.assert_array_equal(x.all(dim=-1).numpy(), [False, True])
+    np.testing.assert_array_equal(x.any(dim=(0, 1), keepdim=True).numpy(), [[True]])
     with pytest.raises(IndexError, match="all: dim 2 is out of range"):
         x.all(2)
 
@@ -149,7 +149,7 @@ def test_isclose_allclose_and_equal(data):
     want = _isclose_reference(a, b, rtol, atol, equal_nan)
     out = mg.isclose(mg.tensor(a), mg.tensor(b), rtol=rtol, atol=atol, equal_nan=equal_nan)
     assert out.dtype == np.bool_
-    np.testing.assert_array_equal(out.data, want)
+    np.testing.assert_array_equal(out.numpy(), want)
     assert mg.tensor(a).allclose(mg.tensor(b), rtol, atol, equal_nan) == bool(want.all())
     assert mg.equal(mg.tensor(a), mg.tensor(a)) == (not np.isnan(a).any())  # NaN equals nothing
     assert mg.tensor(a).equal(mg.tensor(b)) == (a.shape == b.shape and bool(np.array_equal(a, b)))
@@ -157,14 +157,14 @@ def test_isclose_allclose_and_equal(data):
 
 def test_isclose_edges_and_errors():
     x = mg.tensor([1.0, NAN, INF, -INF, 0.0])
-    np.testing.assert_array_equal(x.isclose(x).data, [True, False, True, True, True])
-    np.testing.assert_array_equal(x.isclose(x, equal_nan=True).data, [True, True, True, True, True])
-    np.testing.assert_array_equal(x.isclose(mg.tensor([1.0, NAN, -INF, INF, 1e-9])).data,
+    np.testing.assert_array_equal(x.isclose(x).numpy(), [True, False, True, True, True])
+    np.testing.assert_array_equal(x.isclose(x, equal_nan=True).numpy(), [True, True, True, True, True])
+    np.testing.assert_array_equal(x.isclose(mg.tensor([1.0, NAN, -INF, INF, 1e-9])).numpy(),
                                   [True, False, False, False, True])  # |0 - 1e-9| <= atol 1e-8
     assert not mg.allclose(mg.tensor([1.0]), mg.tensor([1.1])) and mg.allclose(mg.tensor([1.0]), 1.0000001)
     assert not mg.equal(mg.tensor([1.0, 2.0]), mg.tensor([[1.0, 2.0]]))  # shapes differ
     flags = mg.tensor([True, False]).isclose(mg.tensor([True, True]))
-    np.testing.assert_array_equal(flags.data, [True, False])
+    np.testing.assert_array_equal(flags.numpy(), [True, False])
     with pytest.raises(TypeError, match="isclose: the input is float32 and other is float64"):
         mg.tensor([1.0]).isclose(mg.tensor(np.array([1.0])))
     with pytest.raises(ValueError, match="rtol .* must be non-negative"):

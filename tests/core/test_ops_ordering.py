@@ -69,21 +69,21 @@ def test_prod_gradient_with_zeros_is_exact():
 def test_sort_is_stable_with_ties_and_routes_gradients_to_the_picked_elements():
     x = mg.tensor([2.0, 1.0, 2.0, 1.0, 3.0], requires_grad=True)
     v, i = x.sort()
-    np.testing.assert_array_equal(i.data, [1, 3, 0, 2, 4])
+    np.testing.assert_array_equal(i.numpy(), [1, 3, 0, 2, 4])
     v, i = x.sort(descending=True)
-    np.testing.assert_array_equal(i.data, [4, 0, 2, 1, 3])
-    np.testing.assert_array_equal(v.data, [3, 2, 2, 1, 1])
+    np.testing.assert_array_equal(i.numpy(), [4, 0, 2, 1, 3])
+    np.testing.assert_array_equal(v.numpy(), [3, 2, 2, 1, 1])
     (v * mg.tensor([1.0, 10, 100, 1000, 10000])).sum().backward()
     np.testing.assert_array_equal(x.grad, [10, 1000, 100, 10000, 1])
-    np.testing.assert_array_equal(mg.argsort(x, descending=True).data, i.data)
+    np.testing.assert_array_equal(mg.argsort(x, descending=True).numpy(), i.numpy())
 
 
 def test_sort_of_integers_and_bools_never_negates():
     small = np.iinfo(np.int64).min
     x = mg.tensor(np.array([small, 0, 7], dtype=np.int64))
-    np.testing.assert_array_equal(x.sort(descending=True).values.data, [7, 0, small])
+    np.testing.assert_array_equal(x.sort(descending=True).values.numpy(), [7, 0, small])
     b = mg.tensor(np.array([True, False, True]))
-    np.testing.assert_array_equal(b.argsort(descending=True).data, [0, 2, 1])
+    np.testing.assert_array_equal(b.argsort(descending=True).numpy(), [0, 2, 1])
 
 
 def test_named_tuples_and_dtypes():
@@ -92,7 +92,7 @@ def test_named_tuples_and_dtypes():
     assert type(s).__name__ == "SortResult" and s.values is s[0] and s.indices is s[1]
     assert type(t).__name__ == "TopKResult" and t.values.shape == (2, 1)
     assert s.indices.dtype == np.int64 and t.indices.dtype == np.int64
-    assert x.count_nonzero().item() == 3 and x.count_nonzero(dim=1).data.tolist() == [2, 1]
+    assert x.count_nonzero().item() == 3 and x.count_nonzero(dim=1).numpy().tolist() == [2, 1]
     assert mg.count_nonzero(x, dim=(0, 1)).dtype == np.int64
 
 
@@ -146,12 +146,12 @@ def test_against_torch(name, ours, theirs, pair, dtype, data):
     t = torch.tensor(a, requires_grad=True)
     out, tout = ours(x, d), theirs(t, d)
     if pair:
-        np.testing.assert_array_equal(out.indices.data, tout.indices.numpy())
+        np.testing.assert_array_equal(out.indices.numpy(), tout.indices.numpy())
         assert out.indices.dtype == np.int64
         out, tout = out.values, tout.values
     assert out.shape == tuple(tout.shape) and out.dtype == dtype
     tol = 1e-5 if dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=tol, atol=tol)
     g = np.random.default_rng(0).standard_normal(out.shape).astype(dtype)
     out.backward(g)
     tout.backward(torch.from_numpy(g))
@@ -171,12 +171,12 @@ def test_integer_and_bool_dtypes_against_torch(dtype, data):
                          (x.cumprod(d), t.cumprod(d)), (x.count_nonzero(d), t.count_nonzero(d)),
                          (mg.count_nonzero(x), torch.count_nonzero(t))]:
         assert ours.dtype == theirs.numpy().dtype and ours.shape == tuple(theirs.shape)
-        np.testing.assert_array_equal(ours.data, theirs.numpy())
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
     if dtype != np.bool_:  # torch sorts no bool tensors on CPU in every build: ints only
         s, ts = x.sort(d, stable=True), t.sort(dim=d, stable=True)
-        np.testing.assert_array_equal(s.values.data, ts.values.numpy())
-        np.testing.assert_array_equal(s.indices.data, ts.indices.numpy())
-        np.testing.assert_array_equal(x.argsort(d, descending=True, stable=True).data,
+        np.testing.assert_array_equal(s.values.numpy(), ts.values.numpy())
+        np.testing.assert_array_equal(s.indices.numpy(), ts.indices.numpy())
+        np.testing.assert_array_equal(x.argsort(d, descending=True, stable=True).numpy(),
                                       t.argsort(dim=d, descending=True, stable=True).numpy())
 
 
@@ -202,8 +202,8 @@ def test_count_nonzero_and_argsort_with_tuples_and_negative_dims_against_torch()
     a = np.array([[[0.0, 1.0, 2.0], [3.0, 0.0, 0.0]], [[5.0, -1.0, 0.5], [0.0, 0.0, 0.0]]])
     x, t = mg.tensor(a), torch.from_numpy(a)
     for dim in [None, 0, -1, (0, 2), (-1, -2)]:
-        np.testing.assert_array_equal(x.count_nonzero(dim).data, t.count_nonzero(dim=dim).numpy())
-    np.testing.assert_array_equal(mg.argsort(x, dim=-2).data, torch.argsort(t, dim=-2, stable=True).numpy())
+        np.testing.assert_array_equal(x.count_nonzero(dim).numpy(), t.count_nonzero(dim=dim).numpy())
+    np.testing.assert_array_equal(mg.argsort(x, dim=-2), torch.argsort(t, dim=-2, stable=True))
 
 
 @fewer_examples
@@ -217,13 +217,13 @@ def test_torch_twins_of_the_ops(data):
     shape = data.draw(shapes(), label="shape")
     a = data.draw(distinct(shape).filter(lambda v: np.all(np.abs(v) >= 0.1)), label="x")
     d = one_dim(data, shape)
-    idx = mg.tensor(a).sort(d, descending=True).indices.data
+    idx = mg.tensor(a).sort(d, descending=True).indices.numpy()
     for op, options in [(ordering.Prod, {"dim": d, "keepdim": True}), (ordering.Prod, {}),
                         (ordering.CumSum, {"dim": d}), (ordering.CumProd, {"dim": d}),
                         (ordering.GatherSorted, {"indices": idx, "dim": d})]:
         x, t = mg.Tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
         out, tout = op.apply(x, **options), TORCH_OPS[op](t, **options)
-        np.testing.assert_allclose(out.data, tout.detach().numpy(), 1e-12, 1e-12, err_msg=op.__name__)
+        np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), 1e-12, 1e-12, err_msg=op.__name__)
         g = np.random.default_rng(2).standard_normal(out.shape)
         out.backward(g)
         tout.backward(torch.from_numpy(g))

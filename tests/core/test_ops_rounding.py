@@ -106,7 +106,7 @@ def test_dtypes_follow_pytorch(fn, dtype, expected):
     with np.errstate(all="ignore"):
         out = fn(mg.tensor(INT))
     assert out.dtype == dtype
-    np.testing.assert_allclose(out.data.astype(np.float64), np.asarray(expected, np.float64), rtol=1e-6)
+    np.testing.assert_allclose(out.numpy().astype(np.float64), np.asarray(expected, np.float64), rtol=1e-6)
 
 
 @pytest.mark.parametrize("op", ["remainder", "fmod"])

@@ -86,8 +86,8 @@ def test_median_is_the_lower_median_and_ties_share_the_gradient():
 def test_median_ties_pick_the_stable_sort_place_nan_propagates():
     a = np.array([[5.0, 2.0, 2.0, 2.0, 0.0], [1.0, 1.0, 1.0, 1.0, 1.0], [2.0, np.nan, 0.0, np.nan, 1.0]])
     v, i = mg.tensor(a).median(dim=-1)
-    np.testing.assert_array_equal(i.data, [2, 2, 1])
-    np.testing.assert_array_equal(v.data, [2.0, 1.0, np.nan])
+    np.testing.assert_array_equal(i.numpy(), [2, 2, 1])
+    np.testing.assert_array_equal(v.numpy(), [2.0, 1.0, np.nan])
     assert np.isnan(mg.tensor(a).median().item())
     x = mg.tensor(a[2], requires_grad=True)
     x.median().backward()  # NaN: the NaNs share the gradient
@@ -99,7 +99,7 @@ def test_median_shapes_dtypes_and_empty():
     r = x.median(1, keepdim=True)
     assert type(r).__name__ == "MedianResult" and r.values is r[0] and r.indices is r[1]
     assert r.values.shape == (2, 1, 4) and r.values.dtype == np.int64
-    np.testing.assert_array_equal(r.values.data[:, 0], x.data[:, 1])
+    np.testing.assert_array_equal(r.values.numpy()[:, 0], x.numpy()[:, 1])
     assert x.median().dtype == np.int64 and x.median().item() == 11
     v, i = mg.tensor(5.0).median(-1)
     assert v.shape == () and i.shape == () and i.item() == 0
@@ -204,7 +204,7 @@ def test_multinomial_with_replacement_follows_the_weights():
     w = np.array([[1.0, 0.0, 3.0, 6.0], [5.0, 5.0, 0.0, 0.0]])  # not normalised
     out = mg.tensor(w).multinomial(20000, replacement=True)
     assert out.shape == (2, 20000) and out.dtype == np.int64 and not out.requires_grad
-    for row, weights in zip(out.data, w):
+    for row, weights in zip(out.numpy(), w):
         counts = np.bincount(row, minlength=4)
         assert np.all(counts[weights == 0] == 0)  # zero-weight categories are never drawn
         keep = weights > 0
@@ -217,15 +217,15 @@ def test_multinomial_without_replacement_first_draw_and_distinct_draws():
     w = np.array([0.1, 0.0, 0.2, 0.3, 0.4], dtype=np.float32)
     rows = mg.tensor(np.tile(w, (5000, 1))).multinomial(3)
     assert rows.shape == (5000, 3)
-    assert all(len(set(r)) == 3 for r in rows.data[:200].tolist())
-    assert not np.any(rows.data == 1)
-    counts = np.bincount(rows.data[:, 0], minlength=5)  # the first draw is a plain draw
+    assert all(len(set(r)) == 3 for r in rows.numpy()[:200].tolist())
+    assert not np.any(rows.numpy() == 1)
+    counts = np.bincount(rows.numpy()[:, 0], minlength=5)  # the first draw is a plain draw
     keep = w > 0
     assert chi_square(counts[keep], w[keep] / w.sum()) < 16.3  # 3 degrees of freedom, 0.999
     # the second draw: P(j second) = sum_i p_i p_j / (1 - p_i), i != j
     p = w[keep] / w.sum()
     second = np.array([sum(p[i] * p[j] / (1 - p[i]) for i in range(4) if i != j) for j in range(4)])
-    assert chi_square(np.bincount(rows.data[:, 1], minlength=5)[keep], second) < 16.3
+    assert chi_square(np.bincount(rows.numpy()[:, 1], minlength=5)[keep], second) < 16.3
 
 
 def test_multinomial_is_reproducible_and_takes_a_generator():
@@ -234,11 +234,11 @@ def test_multinomial_is_reproducible_and_takes_a_generator():
     a = mg.multinomial(x, 10, replacement=True)
     mg.manual_seed(7)
     b = x.multinomial(10, True)
-    np.testing.assert_array_equal(a.data, b.data)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
     c = x.multinomial(10, True, generator=np.random.default_rng(3))
     d = mg.multinomial(x, 10, True, generator=np.random.default_rng(3))
-    np.testing.assert_array_equal(c.data, d.data)
-    assert sorted(mg.multinomial(x, 3).data.tolist()) == [0, 1, 2]  # all of them, once each
+    np.testing.assert_array_equal(c.numpy(), d.numpy())
+    assert sorted(mg.multinomial(x, 3).numpy().tolist()) == [0, 1, 2]  # all of them, once each
     assert mg.zeros(0, 3).multinomial(2).shape == (0, 2)
 
 

@@ -36,7 +36,7 @@ def trajectory(opt, params, grads) -> list[list[np.ndarray]]:
         for p, g in zip(params, step_grads):
             p.grad = np.array(g, dtype=p.dtype)
         opt.step()
-        out.append([p.data.copy() for p in params])
+        out.append([p.numpy().copy() for p in params])
     return out
 
 
@@ -129,11 +129,11 @@ def test_sgd_matches_reference_over_six_steps(kwargs):
 def test_plain_sgd_is_p_minus_lr_g(values_and_grad, lr):
     values, g = values_and_grad
     p = param(values)
-    before = p.data
+    before = p.numpy()
     p.grad = g.copy()
     optim.SGD([p], lr=lr).step()
-    assert p.data is before  # updated in place
-    np.testing.assert_array_equal(p.data, values - lr * g)
+    assert p.numpy() is before  # updated in place
+    np.testing.assert_array_equal(p.numpy(), values - lr * g)
     np.testing.assert_array_equal(p.grad, g)
 
 
@@ -188,7 +188,7 @@ def test_amsgrad_keeps_the_largest_second_moment():
         history.append(v)
     np.testing.assert_allclose(ams.state[0]["max_exp_avg_sq"], np.max(history, axis=0), rtol=1e-12)
     assert "max_exp_avg_sq" not in plain.state[0]
-    assert not np.allclose(p.data, q.data)  # shrinking gradients: the max matters
+    assert not np.allclose(p.numpy(), q.numpy())  # shrinking gradients: the max matters
 
 
 def test_adam_and_adamw_differ_exactly_by_the_decoupled_decay():
@@ -204,12 +204,12 @@ def test_adam_and_adamw_differ_exactly_by_the_decoupled_decay():
         np.testing.assert_array_equal(adamw.state[0]["exp_avg"], adam.state[0]["exp_avg"])
         np.testing.assert_array_equal(adamw.state[0]["exp_avg_sq"], adam.state[0]["exp_avg_sq"])
         # ... and AdamW shrinks the weights by (1 - lr * wd) before taking it
-        np.testing.assert_allclose(w.data, prev_w * (1 - lr * wd) + (a.data - prev_a), rtol=1e-13, atol=1e-15)
-        prev_w, prev_a = w.data.copy(), a.data.copy()
+        np.testing.assert_allclose(w, prev_w * (1 - lr * wd) + (a.numpy() - prev_a), rtol=1e-13, atol=1e-15)
+        prev_w, prev_a = w.numpy().copy(), a.numpy().copy()
     # L2 decay in Adam is a different rule: it goes through the moments
     l2 = param(P0)
     trajectory(optim.Adam([l2], lr=lr, weight_decay=wd), [l2], [[g] for g in GRADS])
-    assert not np.allclose(l2.data, w.data)
+    assert not np.allclose(l2.numpy(), w.numpy())
 
 
 def test_adam_with_decoupled_weight_decay_is_adamw():
@@ -217,7 +217,7 @@ def test_adam_with_decoupled_weight_decay_is_adamw():
     steps = [[g] for g in GRADS]
     trajectory(optim.Adam([p], lr=0.1, weight_decay=0.3, decoupled_weight_decay=True), [p], steps)
     trajectory(optim.AdamW([q], lr=0.1, weight_decay=0.3), [q], steps)
-    np.testing.assert_array_equal(p.data, q.data)
+    np.testing.assert_array_equal(p.numpy(), q.numpy())
 
 
 @pytest.mark.parametrize("make", [
@@ -227,7 +227,7 @@ def test_adam_with_decoupled_weight_decay_is_adamw():
 def test_maximize_climbs(make):
     p = param([0.0])
     trajectory(make([p]), [p], [[[1.0]]] * 3)
-    assert p.data[0] > 0.25
+    assert p.numpy()[0] > 0.25
 
 
 # --------------------------------------------------------------------------- the base class
@@ -250,21 +250,21 @@ def test_parameters_without_grad_are_skipped():
     opt = optim.Adam([a, b], lr=0.1)
     a.grad = GRADS[0].copy()
     opt.step()
-    np.testing.assert_array_equal(b.data, P0)
+    np.testing.assert_array_equal(b.numpy(), P0)
     assert list(opt.state) == [0] and opt.state[0]["step"] == 1
     b.grad = GRADS[0].copy()
     opt.step()
     assert opt.state[0]["step"] == 2 and opt.state[1]["step"] == 1
-    np.testing.assert_allclose(b.data, P0 - 0.1 * np.sign(GRADS[0]), rtol=1e-7)
+    np.testing.assert_allclose(b.numpy(), P0 - 0.1 * np.sign(GRADS[0]), rtol=1e-7)
 
 
 def test_zero_grad():
     a, b = param(P0), param(P0)
     opt = optim.SGD([a, b])
     a.grad, b.grad = GRADS[0].copy(), GRADS[1].copy()
-    held = a.grad
+    held = a.grad.numpy()
     opt.zero_grad(set_to_none=False)
-    assert held is a.grad and not a.grad.any() and not b.grad.any()
+    assert held is a.grad.numpy() and not a.grad.any() and not b.grad.any()
     opt.zero_grad()
     assert a.grad is None and b.grad is None
 
@@ -290,18 +290,18 @@ def test_updates_do_not_touch_the_gradient_or_record_a_graph():
 def test_float32_stays_float32_and_in_place(make):
     p = param([[1.0, -2.0], [0.5, 3.0]], dtype=np.float32)
     s = param(0.5, dtype=np.float32)  # a 0-d parameter
-    arrays = (p.data, s.data)
+    arrays = (p.numpy(), s.numpy())
     opt = make([p, s])
     for g in GRADS[:3]:
         p.grad = g[:2].reshape(1, 2).repeat(2, 0).astype(np.float32)
         s.grad = np.array(g[2], dtype=np.float32)
         opt.step()
-    assert p.data is arrays[0] and s.data is arrays[1]
+    assert p.numpy() is arrays[0] and s.numpy() is arrays[1]
     assert p.dtype == np.float32 and s.dtype == np.float32
     for buffers in opt.state.values():
         for k, v in buffers.items():
             assert k == "step" or v.dtype == np.float32, k
-    assert not np.array_equal(p.data, [[1.0, -2.0], [0.5, 3.0]]) and s.data != 0.5
+    assert not np.array_equal(p.numpy(), [[1.0, -2.0], [0.5, 3.0]]) and s.numpy() != 0.5
 
 
 @pytest.mark.parametrize("make, steps", [
@@ -319,7 +319,7 @@ def test_converges_on_a_quadratic(make, steps):
         loss = ((w - target) ** 2).sum()
         loss.backward()
         opt.step()
-    np.testing.assert_allclose(w.data, target.data, atol=2e-2)
+    np.testing.assert_allclose(w.numpy(), target.numpy(), atol=2e-2)
     assert ((w - target) ** 2).sum().item() < 1e-3
 
 
@@ -336,7 +336,7 @@ def test_step_runs_the_closure_and_returns_its_loss():
     with mg.no_grad():  # the closure still records its graph
         loss = opt.step(closure)
     assert loss.item() == 4.0
-    np.testing.assert_allclose(w.data, [1.0])  # 2 - 0.25 * 4
+    np.testing.assert_allclose(w.numpy(), [1.0])  # 2 - 0.25 * 4
 
 
 BAD_HYPERPARAMETERS = [
@@ -412,7 +412,7 @@ def test_resuming_from_an_npz_checkpoint_is_bit_identical(make, tmp_path):
     for k in range(3):
         trajectory(opt, first, [step_grads(k)])
         sched.step()
-    ckpt = {f"param.{i}": p.data for i, p in enumerate(first)}
+    ckpt = {f"param.{i}": p.numpy() for i, p in enumerate(first)}
     ckpt.update(optim.flatten_state(opt.state_dict(), "optim."))
     ckpt.update(optim.flatten_state(sched.state_dict(), "sched."))
     mg.save(ckpt, tmp_path / "ckpt.npz")
@@ -427,7 +427,7 @@ def test_resuming_from_an_npz_checkpoint_is_bit_identical(make, tmp_path):
         trajectory(opt, resumed, [step_grads(k)])
         sched.step()
     for a, b in zip(straight, resumed):
-        np.testing.assert_array_equal(a.data, b.data)
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
         assert b.dtype == np.float32
 
 
@@ -573,7 +573,7 @@ def test_clip_grad_norm_caps_the_joint_norm_and_keeps_the_direction(grads, max_n
     whole = np.concatenate([g.ravel() for g in grads])
     total = optim.clip_grad_norm_(params, max_norm)
     assert total == pytest.approx(np.linalg.norm(whole), rel=1e-12, abs=1e-12)
-    clipped = np.concatenate([p.grad.ravel() for p in params])
+    clipped = np.concatenate([p.grad.numpy().ravel() for p in params])
     assert np.linalg.norm(clipped) <= max(max_norm, total) * (1 + 1e-12)
     np.testing.assert_allclose(clipped, whole * min(1.0, max_norm / (total + 1e-6)), rtol=1e-12)
 

@@ -60,7 +60,7 @@ def step_both(mine, opt, theirs, topt, grads):
 def assert_same(mine, theirs, tol):
     for p, t in zip(mine, theirs):
         assert p.dtype == t.detach().numpy().dtype
-        np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=tol, atol=tol)
+        np.testing.assert_allclose(p.numpy(), t.detach().numpy(), rtol=tol, atol=tol)
 
 
 def run_both(name, kwargs, groups=None, dtype=np.float64, tol=1e-12, steps=STEPS):
@@ -152,7 +152,7 @@ def test_state_dict_round_trip_mid_run_continues_identically(name, kwargs, tmp_p
     first, opt, theirs, topt = build(name, kwargs, groups=GROUPS.get(name))
     for k in range(5):
         step_both(first, opt, theirs, topt, grads[k])
-    ckpt = {f"param.{i}": p.data for i, p in enumerate(first)}
+    ckpt = {f"param.{i}": p.numpy() for i, p in enumerate(first)}
     ckpt.update(optim.flatten_state(opt.state_dict(), "optim."))
     mg.save(ckpt, tmp_path / "ckpt.npz")
     loaded = mg.load(tmp_path / "ckpt.npz")
@@ -162,7 +162,7 @@ def test_state_dict_round_trip_mid_run_continues_identically(name, kwargs, tmp_p
     for k in range(5, STEPS):
         step_both(resumed, opt, theirs, topt, grads[k])
     for a, b in zip(straight, resumed):
-        np.testing.assert_array_equal(a.data, b.data)
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert_same(resumed, theirs, 1e-12)
 
 
@@ -196,7 +196,7 @@ def test_rmsprop_by_hand():
     for _ in range(2):
         p.grad = np.array([2.0])
         opt.step()
-    assert p.data[0] == pytest.approx(1 - 0.2 / np.sqrt(2) - 0.2 / np.sqrt(3), rel=1e-14)
+    assert p.numpy()[0] == pytest.approx(1 - 0.2 / np.sqrt(2) - 0.2 / np.sqrt(3), rel=1e-14)
 
 
 def test_adagrad_by_hand():
@@ -206,7 +206,7 @@ def test_adagrad_by_hand():
     for g in (1.0, 2.0):
         p.grad = np.array([g])
         opt.step()
-    assert p.data[0] == pytest.approx(1 - 0.5 - (1 / 3) * 2 / np.sqrt(5), rel=1e-14)
+    assert p.numpy()[0] == pytest.approx(1 - 0.5 - (1 / 3) * 2 / np.sqrt(5), rel=1e-14)
 
 
 def test_defaults_are_torchs():
@@ -272,9 +272,9 @@ def test_clip_grad_value_matches_torch(clip_value):
 def test_clip_grad_value_single_tensor_in_place_and_skips_missing_grads():
     p = mg.tensor(np.zeros(3, dtype=np.float32), requires_grad=True)
     p.grad = np.array([-5.0, 0.25, 5.0], dtype=np.float32)
-    buffer = p.grad
+    buffer = p.grad.numpy()
     nn.utils.clip_grad_value_(p, 1)
-    assert p.grad is buffer and p.grad.dtype == np.float32
+    assert p.grad.numpy() is buffer and p.grad.dtype == np.float32
     np.testing.assert_array_equal(p.grad, [-1.0, 0.25, 1.0])
     q = mg.tensor(np.zeros(2), requires_grad=True)
     nn.utils.clip_grad_value_([q], 1.0)

@@ -68,7 +68,7 @@ def test_a_number_or_a_0d_value_and_the_clone_pattern(x, v):
     expected[0] = 0
     expected[:, 1] = 0
     np.testing.assert_array_equal(t.grad, expected)
-    assert y.data[0, 0] == 0 and np.all(y.data[:, 1] == v)
+    assert y.numpy()[0, 0] == 0 and np.all(y.numpy()[:, 1] == v)
 
 
 def test_repeated_places_give_every_copy_its_gradient():
@@ -76,7 +76,7 @@ def test_repeated_places_give_every_copy_its_gradient():
     v = mg.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y[mg.tensor(np.array([0, 0, 2]))] = v
     assert y.grad_fn.name == "IndexPut" and not y.is_leaf
-    np.testing.assert_array_equal(y.data, [2, 0, 3, 0])  # one copy is written
+    np.testing.assert_array_equal(y.numpy(), [2, 0, 3, 0])  # one copy is written
     y.backward(np.array([10.0, 20.0, 30.0, 40.0], np.float32))
     np.testing.assert_array_equal(v.grad, [10, 10, 30])  # as torch's index_put
 
@@ -87,10 +87,10 @@ def test_a_leaf_that_requires_grad_refuses_unless_no_grad():
         x[0] = 0
     with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
         x[0][1] = 0
-    np.testing.assert_array_equal(x.data, np.ones((2, 3)))
+    np.testing.assert_array_equal(x.numpy(), np.ones((2, 3)))
     with mg.no_grad():
         x[0] = 5
-    assert x.is_leaf and x.requires_grad and x.data[0, 0] == 5 and x._version == 1
+    assert x.is_leaf and x.requires_grad and x.numpy()[0, 0] == 5 and x._version == 1
 
 
 def test_views_and_read_only_arrays_are_refused():
@@ -138,10 +138,10 @@ def test_plain_writes_without_a_graph_and_dtypes():
     v = mg.tensor(np.array(2.5))  # float64 into float32: cast, as torch
     y[1] = v
     assert y.is_leaf and not y.requires_grad and y.dtype == np.float32 and y._version == 1
-    np.testing.assert_array_equal(y.data, [[0, 0, 0], [2.5, 2.5, 2.5]])
+    np.testing.assert_array_equal(y.numpy(), [[0, 0, 0], [2.5, 2.5, 2.5]])
     ints = mg.tensor(np.zeros(3, np.int64))
     ints[0] = 2.7
-    assert ints.dtype == np.int64 and ints.data.tolist() == [2, 0, 0]
+    assert ints.dtype == np.int64 and ints.numpy().tolist() == [2, 0, 0]
     w = mg.tensor(np.array(1.0), requires_grad=True)
     z = mg.zeros((2, 2), dtype=np.float32)
     z[:, 0] = w
@@ -150,7 +150,7 @@ def test_plain_writes_without_a_graph_and_dtypes():
     views = mg.zeros(4)
     head = views[:2]
     views[0] = 7.0  # an earlier view sees the change, as in torch
-    assert head.data[0] == 7
+    assert head.numpy()[0] == 7
 
 
 def test_retain_grad_moves_to_the_new_value():
@@ -172,4 +172,4 @@ def test_errors_name_setitem_and_the_shapes():
         y[mg.tensor(np.array([0, 5]))] = 1
     with pytest.raises(IndexError, match="setitem: index arrays must be integer or boolean, not float32"):
         y[mg.tensor(np.array([0.0], np.float32))] = 1
-    assert y._version == 0 and np.all(y.data == 0)
+    assert y._version == 0 and np.all(y.numpy() == 0)

@@ -39,14 +39,14 @@ def test_creation_functions(make, expected):
     t = make()
     assert isinstance(t, mg.Tensor) and t.is_leaf and not t.requires_grad
     assert t.dtype == expected.dtype and t.shape == expected.shape
-    np.testing.assert_array_equal(t.data, expected)
+    np.testing.assert_array_equal(t.numpy(), expected)
 
 
 def test_tensor_copies_and_as_tensor_does_not():
     a = np.zeros(2)
     t, shared = mg.tensor(a), mg.as_tensor(a)
     a[0] = 5.0
-    assert t.data[0] == 0.0 and shared.data[0] == 5.0
+    assert t.numpy()[0] == 0.0 and shared.numpy()[0] == 5.0
     assert mg.as_tensor(t) is t
 
 
@@ -70,17 +70,17 @@ def test_manual_seed_makes_random_draws_repeat(make):
     first, second = make(), make()
     mg.manual_seed(123)
     again = make()
-    np.testing.assert_array_equal(first.data, again.data)
-    assert not np.array_equal(first.data, second.data)
+    np.testing.assert_array_equal(first.numpy(), again.numpy())
+    assert not np.array_equal(first.numpy(), second.numpy())
 
 
 def test_random_dtypes_and_ranges():
     mg.manual_seed(0)
     assert mg.randn(3).dtype == np.float32 and mg.rand(3, dtype=mg.float64).dtype == np.float64
-    u = mg.rand(1000).data
+    u = mg.rand(1000).numpy()
     assert u.min() >= 0.0 and u.max() < 1.0
     ints = mg.randint(2, 5, (1000,))
-    assert ints.dtype == np.int64 and set(np.unique(ints.data)) == {2, 3, 4}
+    assert ints.dtype == np.int64 and set(np.unique(ints.numpy())) == {2, 3, 4}
     assert mg.rand_like(mg.zeros(2, dtype=mg.float64)).dtype == np.float64
 
 
@@ -91,10 +91,10 @@ def test_properties_and_conversions():
     t = mg.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     assert t.shape == (2, 3) and t.ndim == 2 and t.dim() == 2 and t.dtype == np.float32
     assert t.size() == (2, 3) and t.size(1) == 3 and t.size(-1) == 3 and t.numel() == 6 and len(t) == 2
-    assert t.numpy() is t.data
+    assert t.numpy() is t.numpy()
     assert t.tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
-    np.testing.assert_array_equal(t.T.data, t.data.T)
-    np.testing.assert_array_equal(np.asarray(t), t.data)
+    np.testing.assert_array_equal(t.T.numpy(), t.numpy().T)
+    np.testing.assert_array_equal(np.asarray(t), t.numpy())
     assert t[1, 2].item() == 6.0 and isinstance(t[1, 2].item(), float)
     assert float(t[0, 0]) == 1.0 and int(t[1, 0]) == 4 and bool(t[0, 0] == 1.0)
     assert isinstance(mg.arange(3)[1].item(), int)
@@ -119,7 +119,7 @@ def test_in_place_updates_only_outside_the_graph():
         w *= 2
         w /= 2
         w += mg.tensor([1.0, 1.0])
-    np.testing.assert_array_equal(w.data, [1.5, 2.5])
+    np.testing.assert_array_equal(w.numpy(), [1.5, 2.5])
     assert w.dtype == np.float32 and w.is_leaf
     with pytest.raises(RuntimeError, match="in-place update"):
         w += 1.0
@@ -127,7 +127,7 @@ def test_in_place_updates_only_outside_the_graph():
 
 def test_eq_is_elementwise_and_tensors_hash_by_identity():
     a, b = mg.tensor([1.0, 2.0]), mg.tensor([1.0, 3.0])
-    np.testing.assert_array_equal((a == b).data, [True, False])
+    np.testing.assert_array_equal((a == b).numpy(), [True, False])
     assert len({a, b, a}) == 2
 
 

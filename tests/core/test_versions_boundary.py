@@ -26,7 +26,7 @@ def test_a_change_just_before_forward_is_seen_by_the_forward_and_allowed():
     w, x, other = vec(1.0, 2.0, requires_grad=True), vec(3.0, 4.0), vec(0.0)
     x += 1.0  # the last change before the forward: its tick is the count Mul records
     y = (w * x).sum()
-    assert versions.counter(x.data).ticks[-1] == y._node.inputs[0]._node.edits
+    assert versions.counter(x.numpy()).ticks[-1] == y._node.inputs[0]._node.edits
     other += 1.0  # a later change elsewhere makes backward check every node's saved arrays
     y.backward()
     np.testing.assert_array_equal(w.grad, [4.0, 5.0])
@@ -38,7 +38,7 @@ def test_a_change_one_edit_after_forward_is_caught():
     y = (w * x).sum()
     mul = y._node.inputs[0]._node
     x += 1.0  # the very next edit: tick = the recorded count + 1
-    assert versions.counter(x.data).ticks[-1] == mul.edits + 1
+    assert versions.counter(x.numpy()).ticks[-1] == mul.edits + 1
     with pytest.raises(RuntimeError, match=MODIFIED) as e:
         y.backward()
     msg = str(e.value)
@@ -87,6 +87,6 @@ def test_a_change_made_by_another_thread_during_forward_is_caught():
     other.start()
     y = _SlowMul.apply(w, x).sum()
     other.join()
-    np.testing.assert_array_equal(y.data, 11.0)  # the forward saw the old x
+    np.testing.assert_array_equal(y.numpy(), 11.0)  # the forward saw the old x
     with pytest.raises(RuntimeError, match=r"_SlowMul saved its input 1 .* now at version 1"):
         y.backward()

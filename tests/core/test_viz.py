@@ -123,7 +123,7 @@ def test_graph_names_params_and_clusters_and_grad_norms(tiny):
     for name in dict(model.named_parameters()):
         assert f'"{name}\\n' in src  # every parameter is labelled by its dotted path
     w = model.blocks[0].attn.q_proj.weight
-    norm = float(np.linalg.norm(w.grad.astype(np.float64)))
+    norm = float(np.linalg.norm(w.grad.numpy().astype(np.float64)))
     assert f"blocks.0.attn.q_proj.weight\\n(8, 8) float32\\n|grad| = {norm:.4g}" in src
     for label in ("blocks.0 (Block)", "blocks.0.attn (ToyAttention)", "blocks.1.mlp.fc2 (Lin)",
                   "head (Lin)", 'label="Tiny"'):
@@ -175,7 +175,7 @@ def test_keep_grads_gives_every_large_intermediate_its_gradient_norm():
     loss = (h * h).sum()
     with mg.viz.keep_grads():
         loss.backward()
-    expected = float(np.linalg.norm(4 * x.data))  # d loss / dh = 2h = 4x
+    expected = float(np.linalg.norm(4 * x.numpy()))  # d loss / dh = 2h = 4x
     label = _label_of(draw_graph(loss).source, "(10, 10) float32", skip_leaf=True)
     assert f"|grad| = {expected:.4g}" in label
 
@@ -197,7 +197,7 @@ def test_show_values_draws_a_grid_not_one_long_line():
     src = draw_graph(out, show_values=True).source
     assert "data [0, 1, 2, 3]\\n[4, 5, 6, 7]\\n[8, 9, 10, 11]" in src
     big = mg.tensor(np.arange(400.0).reshape(2, 10, 20))
-    lines = mg.viz.graph.values_grid(big.data)
+    lines = mg.viz.graph.values_grid(big.numpy())
     assert max(map(len, lines)) < 60 and "..." in lines  # summarized, every line short
     assert lines[0] == "[0, :, :]" and lines[1].startswith("[0, 1, 2, ...")
 
@@ -349,7 +349,7 @@ def test_trace_names_summed_broadcast_axes_and_matches_grads():
     assert (to_x.to, to_x.shape, to_x.input_shape, to_x.summed_axes) == ("leaf (3, 1)", (3, 4), (3, 1), (1,))
     assert to_b.summed_axes == (0,) and to_b.to_step is None
     assert np.allclose(to_x.values, x.grad) and np.allclose(to_b.values, b.grad)
-    assert np.allclose(x.grad, (g * w.data).sum(1, keepdims=True))
+    assert np.allclose(x.grad, (g * w.numpy()).sum(1, keepdims=True))
     assert to_x.norm == pytest.approx(np.linalg.norm(x.grad), rel=1e-5)
     table = str(trace)
     assert "summed over axes (1,) of (3, 4)" in table and "summed over axes (0,) of (3, 4)" in table
@@ -457,7 +457,7 @@ def test_anomaly_names_the_module():
     net = Net()
     x = mg.tensor([[1.0, 2.0]])
     with mg.no_grad():
-        net.fc.weight.data[:] = -1.0
+        net.fc.weight.numpy()[:] = -1.0
     with pytest.raises(AnomalyError) as info:
         with detect_anomaly():
             net(x)
@@ -475,8 +475,8 @@ def test_anomaly_allows_attention_masks_and_inf_inputs():
         out = attn(x)  # masked_fill(-inf) then softmax: the -inf is asked for
         out.sum().backward()
         y = mg.tensor([np.inf, 1.0]) + 1.0  # an inf the caller put in is not this op's doing
-    assert np.isfinite(out.data).all() and np.isfinite(x.grad).all()
-    assert np.isinf(y.data[0])
+    assert np.isfinite(out.numpy()).all() and np.isfinite(x.grad).all()
+    assert np.isinf(y.numpy()[0])
 
 
 def test_anomaly_has_no_effect_outside_and_removes_hooks():
@@ -491,7 +491,7 @@ def test_anomaly_has_no_effect_outside_and_removes_hooks():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         y = mg.tensor([-1.0, 0.0], requires_grad=True).log()  # no check outside the block
-    assert np.isnan(y.data[0]) and np.isneginf(y.data[1])
+    assert np.isnan(y.numpy()[0]) and np.isneginf(y.numpy()[1])
 
     @detect_anomaly()
     def bad():

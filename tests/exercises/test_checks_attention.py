@@ -34,7 +34,7 @@ FORWARD = forward().replace("return s.softmax(dim=-1) @ v",
 # q enters the graph scaled by 1 + d while its value stays q: only dq is off, by the factor 1 + d
 GRAD_Q = "q = q * (1 + {d}) - q.detach() * {d}\n"
 FULLY_MASKED = ("import numpy as np\nif mask is not None:\n"
-                "    out = out + Tensor({d} * np.asarray(~mask.data).all(axis=-1, keepdims=True))")
+                "    out = out + Tensor({d} * np.asarray(~mask.numpy()).all(axis=-1, keepdims=True))")
 
 
 MASKED_ONLY = "if mask is not None and v.shape[-1] == 2 and q.shape[-1] > 2 and q.shape[-2] < 5:\n"
@@ -60,16 +60,16 @@ ATTENTION_FORWARD = [
     (forward().replace("return s.softmax(dim=-1) @ v", OWN_SOFTMAX), [EMPTY, LARGE]),
     # forward tolerances (rtol 1e-9 on the output's scale)
     (fwd("if mask is None:\n    out = out * (1 + 1e-8)"), [UNMASKED, LARGE]),
-    (fwd("if mask is None and float(abs(s.data).max()) < 500:\n    out = out * (1 + 1e-8)"), [UNMASKED]),
+    (fwd("if mask is None and float(abs(s.numpy()).max()) < 500:\n    out = out * (1 + 1e-8)"), [UNMASKED]),
     (fwd("if mask is None:\n    out = out * (1 + 1e-10)"), []),
     (fwd("if mask is not None:\n    out = out * (1 + 1e-8)"), [MASKED, ROWS]),
     (fwd(MASKED_ONLY + "    out = out * (1 + 1e-8)"), [MASKED]),
     (fwd("if v.shape[-1] == 1:  # only the row-sum check has v = 1\n    out = out * (1 + 1e-8)"), [ROWS]),
     (fwd("if v.shape[-1] == 1:\n    out = out * (1 + 1e-10)"), []),
     (fwd("if mask is not None:\n    out = out * (1 + 1e-10)"), []),
-    (fwd("if float(abs(s.data[np.isfinite(s.data)]).max()) > 500:\n    out = out * (1 + 1e-8)",
+    (fwd("if float(abs(s.numpy()[np.isfinite(s.numpy())]).max()) > 500:\n    out = out * (1 + 1e-8)",
          "import numpy as np\n"), [LARGE]),
-    (fwd("if float(abs(s.data[np.isfinite(s.data)]).max()) > 500:\n    out = out * (1 + 1e-10)",
+    (fwd("if float(abs(s.numpy()[np.isfinite(s.numpy())]).max()) > 500:\n    out = out * (1 + 1e-10)",
          "import numpy as np\n"), []),
     # the causal leak (1e-12): this perturbation leaks 2.79 d into tokens 0..2
     (fwd(LEAKING.format(d="3.6e-12")), [LEAK]),
@@ -128,8 +128,8 @@ def heads(extra: str = "", before: str = "", split: str = SPLIT, merge: str = ME
     return [split, merge, before + ATTEND_OUT.format(extra=extra)]
 
 
-APART = "if float(abs(q.data).max()) < 10:\n    out = out + {d} * q[..., :1].sum()"
-LARGE_Q = "if float(abs(q.data).max()) > 10:\n    out = out * (1 + {d})"
+APART = "if float(abs(q.numpy()).max()) < 10:\n    out = out + {d} * q[..., :1].sum()"
+LARGE_Q = "if float(abs(q.numpy()).max()) > 10:\n    out = out * (1 + {d})"
 MULTI_HEAD = [
     (heads(), []),
     (heads(split=STRIDED), [SPLIT_CHECK, MERGE_CHECK, ATTEND_CHECK, OWN, LARGE, WORKED, CASES]),
@@ -144,8 +144,8 @@ MULTI_HEAD = [
     (heads(merge=MERGE + " * (1 + 1e-4)"), [MERGE_CHECK, ATTEND_CHECK, LARGE, WORKED, CASES]),
     (heads(merge=MERGE + " * (1 + 1e-6)"), [ATTEND_CHECK, LARGE]),
     # the output: close(rtol=1e-9)
-    (heads("if float(abs(q.data).max()) < 10:\n    out = out * (1 + 1e-8)"), [ATTEND_CHECK]),
-    (heads("if float(abs(q.data).max()) < 10:\n    out = out * (1 + 1e-10)"), []),
+    (heads("if float(abs(q.numpy()).max()) < 10:\n    out = out * (1 + 1e-8)"), [ATTEND_CHECK]),
+    (heads("if float(abs(q.numpy()).max()) < 10:\n    out = out * (1 + 1e-10)"), []),
     (heads(LARGE_Q.format(d="1e-8")), [LARGE]),
     (heads(LARGE_Q.format(d="1e-10")), []),
     # heads kept apart: close(rtol=1e-9) on the other heads' features; this perturbation crosses it
@@ -172,11 +172,11 @@ def additive(extra: str = "", before: str = "") -> str:
 
 
 ALL_MASKED = ("import numpy as np\nif mask is not None:\n"
-              "    a = a + Tensor({d} * np.asarray(~mask.data).all(axis=-1, keepdims=True))")
+              "    a = a + Tensor({d} * np.asarray(~mask.numpy()).all(axis=-1, keepdims=True))")
 WEIGHTS_ONLY = "context = a @ values\n" + ALL_MASKED + "\nreturn context, a"  # the context stays 0
 CONTEXT_ONLY = ("import numpy as np\nc = a @ values\nif mask is not None:\n"  # the weights stay 0
-                "    c = c + Tensor({d} * np.asarray(~mask.data).all(axis=-1, keepdims=True))\nreturn c, a")
-LARGE_E = "if float(abs(e.data[abs(e.data) < 1e300]).max()) > 500:\n    a = a * (1 + {d})"
+                "    c = c + Tensor({d} * (~mask.numpy()).all(axis=-1, keepdims=True))\nreturn c, a")
+LARGE_E = "if float(abs(e.numpy()[abs(e.numpy()) < 1e300]).max()) > 500:\n    a = a * (1 + {d})"
 CONTEXT = "return (a @ values) * (1 + {d}), a"
 GRAD_QUERY = "query = query * (1 + {d}) - query.detach() * {d}\n"
 ADDITIVE_ATTENTION = [
@@ -189,7 +189,7 @@ ADDITIVE_ATTENTION = [
      [EMPTY, LARGE]),
     # weights and context: close(rtol=1e-9)
     (additive("if mask is None:\n    a = a * (1 + 1e-8)"), [WEIGHTS_CHECK, LARGE]),
-    (additive("if mask is None and float(abs(e.data).max()) < 500:\n    a = a * (1 + 1e-8)"),
+    (additive("if mask is None and float(abs(e.numpy()).max()) < 500:\n    a = a * (1 + 1e-8)"),
      [WEIGHTS_CHECK]),
     (additive("if mask is None:\n    a = a * (1 + 1e-10)"), []),
     (additive().replace("return a @ values, a", CONTEXT.format(d="1e-8")), [WEIGHTS_CHECK, LARGE]),

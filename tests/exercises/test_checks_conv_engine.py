@@ -50,7 +50,7 @@ def dx_times(factor: str) -> list[str]:
 PLAIN = [("from minigrad import Function\n", ""), ("class Conv2d(Function):", "class Conv2d:"),
          ("    def backward(ctx, g):", "    def apply(x, w, b, stride=1, padding=0):\n"
           "        ctx = SimpleNamespace(save_for_backward=lambda *saved: None)\n        return "
-          "Conv2d.forward(ctx, x.data, w.data, b.data, stride=stride, padding=padding)\n"
+          "Conv2d.forward(ctx, x.numpy(), w.numpy(), b.numpy(), stride=stride, padding=padding)\n"
           "\n    @staticmethod\n    def backward(ctx, g):"),
          ("import numpy as np\n", "from types import SimpleNamespace\n\nimport numpy as np\n")]
 
@@ -208,15 +208,15 @@ def test_a_failing_conv_forward_shows_a_small_worked_case(tmp_path):
     assert len(lines) == 8 and forward.detail in report.text()  # every array whole: 9, 4, 1 and 4 numbers
     case = conv_task.small_cases()[0]
     x, w, b = case.inputs.values()
-    want = R.conv2d(Tensor(x), Tensor(w), Tensor(b), **case.options).data[0, 0]
-    yours = R.conv2d(Tensor(x), Tensor(w[:, :, ::-1, ::-1].copy()), Tensor(b), **case.options).data[0, 0]
+    want = R.conv2d(Tensor(x), Tensor(w), Tensor(b), **case.options).numpy()[0, 0]
+    yours = R.conv2d(Tensor(x), Tensor(w[:, :, ::-1, ::-1].copy()), Tensor(b), **case.options).numpy()[0, 0]
     shown = [[float(v) for v in re.findall(r"-?\d+\.\d+", line)] for line in lines[6:8]]
     np.testing.assert_allclose(shown, np.concatenate([yours, want, yours - want], axis=1), atol=1e-4)
 
 
 def test_the_small_forward_cases_print_whole():
     for case in conv_task.small_cases():
-        out = R.conv2d(*(Tensor(v) for v in case.inputs.values()), **case.options).data
+        out = R.conv2d(*(Tensor(v) for v in case.inputs.values()), **case.options).numpy()
         assert all(v.size <= 16 for v in case.inputs.values()) and out.size <= 16, case.describe()
 
 

@@ -63,7 +63,7 @@ BIAS_DRAW = "* 2 - 1) * bound) if"
 def folded(part: int) -> list[str]:
     """The right Linear with the weight's rows out_features // part made positive: the mean moves
     by bound / (2 part), the std hardly (the values stay within the bound)."""
-    fold = (f"w = ({W_DRAW}).data\nw[: out_features // {part}] = abs(w[: out_features // {part}])\n"
+    fold = (f"w = ({W_DRAW}).numpy()\nw[: out_features // {part}] = abs(w[: out_features // {part}])\n"
             "self.weight = Parameter(mg.tensor(w))")
     return linear(f"self.weight = Parameter({W_DRAW})", fold)
 
@@ -185,7 +185,7 @@ ROWS = [
     ("linear-forward-no-bias", "linear_layer", linear(forward="return x @ self.weight.transpose(0, 1)"), [],
      ("forward", W, C), ["linear_bias_missing"]),
     ("linear-forward-on-data", "linear_layer",  # the graph is cut: the values are right, no gradient flows
-     linear(forward="return Tensor(x.data @ self.weight.data.T + self.bias.data)"),
+     linear(forward="return Tensor(x.numpy() @ self.weight.numpy().T + self.bias.numpy())"),
      [("import math", "from minigrad import Tensor\nimport math")], ("forward", *GRADIENTS), None),
     ("linear-forward-inside", "linear_layer", linear(forward=times("(1 + 1e-6)", FORWARD, "y + self.bias")),
      [], (), []),

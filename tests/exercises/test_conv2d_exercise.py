@@ -41,7 +41,7 @@ def _reference_and_torch(x_shape, w_shape, stride, padding, seed=0):
     theirs = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
     want = torch.nn.functional.conv2d(*theirs, stride=stride, padding=padding)
     want.backward(torch.tensor(g))
-    return (out.data, *(t.grad for t in ours)), (want.detach().numpy(), *(t.grad.numpy() for t in theirs))
+    return (out.numpy(), *(t.grad for t in ours)), (want.detach().numpy(), *(t.grad.numpy() for t in theirs))
 
 
 @given(configs())
@@ -136,7 +136,7 @@ def test_no_prediction_equals_the_right_answer():
     """On every case, each known mistake's numbers differ from the reference's: a prediction
     that a right answer could match would only add noise (e.g. no crop when there is no padding)."""
     for case in cases():
-        out = R.conv2d(*(Tensor(v) for v in case.inputs.values()), **case.options).data
+        out = R.conv2d(*(Tensor(v) for v in case.inputs.values()), **case.options).numpy()
         g = upstream(out.shape)
         ref = backward_of(R.conv2d, case, g).grads
         for m in mistakes(case, g, ref):
@@ -148,7 +148,7 @@ def test_the_worked_case_tells_every_mistake_apart():
     from minigrad.exercises.task_conv2d_backward import _case
 
     worked = _case(np.random.default_rng(2), (2, 2, 4, 4), (3, 2, 3, 2), 2, 1)
-    out = R.conv2d(*(Tensor(v) for v in worked.inputs.values()), **worked.options).data
+    out = R.conv2d(*(Tensor(v) for v in worked.inputs.values()), **worked.options).numpy()
     g = upstream(out.shape)
     ref = backward_of(R.conv2d, worked, g).grads
     predictions = mistakes(worked, g, ref)

@@ -48,7 +48,7 @@ WRONG = [
     ("positional_encoding", "frequency_from_column", [TABLE_BY_COLUMN, ADD]),
     ("positional_encoding", "sin_cos_halves", [TABLE_IN_HALVES, ADD]),
     ("positional_encoding", "graph_cut_through_data",
-     [TABLE, "return Tensor(x.data + table[: x.shape[-2]])"]),
+     [TABLE, "return Tensor(x.numpy() + table[: x.shape[-2]])"]),
     ("attention_backward", "dot_t_on_batched", ATTENTION_T),  # numpy's .T
     ("attention_forward", "dot_t_on_batched", ATTENTION_FORWARD_T),  # Tensor.T
     ("matmul_backward", "dot_t_on_batched",  # numpy's broadcast error, which names both shapes

@@ -55,7 +55,7 @@ def test_to_torch_exports_the_buffers_and_its_eval_is_minigrads():
     model.eval()
     for B in (8, 5):
         x = _images(rng, B)
-        mine, out = model(mg.tensor(x)).data, exported(torch.from_numpy(x)).detach().numpy()
+        mine, out = model(mg.tensor(x)).numpy(), exported(torch.from_numpy(x)).detach().numpy()
         np.testing.assert_allclose(out, mine, rtol=2e-5, atol=2e-6)  # float32 rounding
     for k, v in exported.state_dict().items():  # eval leaves the buffers alone
         np.testing.assert_array_equal(v.numpy(), state[k], err_msg=k)
@@ -80,7 +80,7 @@ def test_training_in_torch_updates_the_running_statistics_as_minigrad(name, shap
     exported = to_torch(mine, rng.standard_normal(shape))
     for step in range(4):
         a = rng.standard_normal(shape) * (step + 1) + step
-        np.testing.assert_allclose(exported(torch.tensor(a)).detach().numpy(), mine(Tensor(a)).data,
+        np.testing.assert_allclose(exported(torch.tensor(a)).detach().numpy(), mine(Tensor(a)).numpy(),
                                    rtol=1e-10, atol=1e-10)
         state = mine.state_dict()
         assert list(exported.state_dict()) == list(state)
@@ -89,7 +89,7 @@ def test_training_in_torch_updates_the_running_statistics_as_minigrad(name, shap
     exported.eval()
     mine.eval()
     a = rng.standard_normal(shape)
-    np.testing.assert_allclose(exported(torch.tensor(a)).detach().numpy(), mine(Tensor(a)).data,
+    np.testing.assert_allclose(exported(torch.tensor(a)).detach().numpy(), mine(Tensor(a)).numpy(),
                                rtol=1e-10, atol=1e-10)
 
 
@@ -114,7 +114,7 @@ def test_buffers_trained_in_torch_come_back_with_state_dict_from_torch():
     exported.eval()
     model.eval()
     x = _images(rng, 6)
-    np.testing.assert_allclose(model(mg.tensor(x)).data, exported(torch.from_numpy(x)).detach().numpy(),
+    np.testing.assert_allclose(model(mg.tensor(x)).numpy(), exported(torch.from_numpy(x)).detach().numpy(),
                                rtol=2e-5, atol=2e-6)
     # and back into torch: a fresh export of the loaded model holds the same buffers
     again = to_torch(model, x).state_dict()
@@ -124,7 +124,8 @@ def test_buffers_trained_in_torch_come_back_with_state_dict_from_torch():
 
 def test_a_torch_state_dict_without_the_buffers_is_refused_naming_them():
     model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
-    params_only = {k: torch.from_numpy(v) for k, v in model.state_dict().items() if not k.endswith(BUFFERS)}
+    params_only = {k: torch.from_numpy(v.numpy()) for k, v in model.state_dict().items()
+                   if not k.endswith(BUFFERS)}
     with pytest.raises(ValueError, match=r"missing: 1\.running_mean, 1\.running_var, 1\.num_batches_tracked"):
         state_dict_from_torch(params_only, model)
 
@@ -161,7 +162,7 @@ def test_every_buffer_is_a_buffer_of_the_export_and_one_changed_outside_the_ops_
         exported.shift += 1  # the replay reads the buffer itself, not a copy fixed at export
     model.load_state_dict(state_dict_from_torch(exported.state_dict(), model))
     x = np.random.default_rng(4).standard_normal((5, 3)).astype(np.float32)
-    np.testing.assert_allclose(exported(torch.from_numpy(x)).detach().numpy(), model(mg.tensor(x)).data,
+    np.testing.assert_allclose(exported(torch.from_numpy(x)).detach().numpy(), model(mg.tensor(x)).numpy(),
                                rtol=1e-6, atol=1e-6)
     with pytest.raises(TraceError, match="changes the buffers calls outside its ops"):
         to_torch(Counter(), np.ones((2, 3), np.float32))

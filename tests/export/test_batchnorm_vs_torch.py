@@ -44,7 +44,7 @@ def _step(mine, theirs, a, g, tol):
     x, t = Tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
     out, tout = mine(x), theirs(t)
     assert out.dtype == a.dtype and out.shape == tuple(tout.shape)
-    np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=tol, atol=tol)
     out.backward(g)
     tout.backward(torch.from_numpy(g))
     pairs = [(x.grad, t.grad)]
@@ -95,9 +95,9 @@ def test_functional_batch_norm_matches_torch(training, affine):
                                           None if w is None else torch.tensor(w),
                                           None if b is None else torch.tensor(b),
                                           training=training, momentum=0.2, eps=1e-4)
-    np.testing.assert_allclose(out.data, tout.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out.numpy(), tout.numpy(), rtol=1e-12, atol=1e-12)
     for m, t in zip(mine_stats, their_stats):
-        np.testing.assert_allclose(m.data, t.numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(m.numpy(), t.numpy(), rtol=1e-12, atol=1e-12)
 
 
 def test_torch_state_dict_loads_and_minigrads_loads_into_torch():
@@ -108,16 +108,16 @@ def test_torch_state_dict_loads_and_minigrads_loads_into_torch():
     mine = nn.BatchNorm2d(3)
     result = mine.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
     assert not result.missing_keys and not result.unexpected_keys
-    assert mine.num_batches_tracked.data == 3 and mine.num_batches_tracked.dtype == np.int64
+    assert mine.num_batches_tracked.numpy() == 3 and mine.num_batches_tracked.dtype == np.int64
     a = rng.standard_normal((2, 3, 2, 2)).astype(np.float32)
     mine.eval()
     theirs.eval()
-    np.testing.assert_allclose(mine(mg.tensor(a)).data, theirs(torch.tensor(a)).detach().numpy(), rtol=1e-6,
+    np.testing.assert_allclose(mine(mg.tensor(a)), theirs(torch.tensor(a)).detach(), rtol=1e-6,
                                atol=1e-6)
     mine.train()
     mine(mg.tensor(a))
     fresh = torch.nn.BatchNorm2d(3)
-    fresh.load_state_dict({k: torch.from_numpy(v) for k, v in mine.state_dict().items()})  # strict
+    fresh.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in mine.state_dict().items()})  # strict
     assert fresh.num_batches_tracked.item() == 4
 
 
@@ -159,7 +159,7 @@ def test_exported_training_forward_is_the_batch_statistics_function():
         mine = _grads(out, model.parameters(), mg.tensor(g))
         tout = exported(torch.tensor(a))
         theirs = _grads(tout, exported.parameters(), torch.tensor(g))
-        np.testing.assert_allclose(tout.detach().numpy(), out.data, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(tout.detach().numpy(), out.numpy(), rtol=1e-10, atol=1e-10)
         for m, t in zip(mine, theirs):
             np.testing.assert_allclose(t.numpy(), m, rtol=1e-10, atol=1e-10)
         for k, v in exported.state_dict().items():
@@ -179,7 +179,7 @@ def test_exported_eval_function_uses_the_running_statistics():
     for _ in range(3):
         model(mg.tensor(rng.standard_normal((4, 3, 2, 2)) * 2 + 1))
     reference = torch.nn.BatchNorm2d(3).double().eval()
-    reference.load_state_dict({k: torch.from_numpy(v) for k, v in model.state_dict().items()})
+    reference.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in model.state_dict().items()})
     before = model.state_dict()
     exported = to_torch(model, rng.standard_normal((2, 3, 2, 2)), method=_evaluate)
     for k, v in model.state_dict().items():  # tracing an evaluation leaves the buffers alone
@@ -193,8 +193,8 @@ def test_exported_eval_function_uses_the_running_statistics():
         mine = _grads(out, model.parameters(), mg.tensor(g))
         tout = exported(torch.tensor(a))
         theirs = _grads(tout, exported.parameters(), torch.tensor(g))
-        np.testing.assert_allclose(tout.detach().numpy(), out.data, rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(reference(torch.tensor(a)).detach().numpy(), out.data, rtol=1e-12,
+        np.testing.assert_allclose(tout.detach().numpy(), out.numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(reference(torch.tensor(a)).detach().numpy(), out.numpy(), rtol=1e-12,
                                    atol=1e-12)
         for m, t in zip(mine, theirs):
             np.testing.assert_allclose(t.numpy(), m, rtol=1e-12, atol=1e-12)

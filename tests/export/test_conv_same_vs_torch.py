@@ -29,7 +29,7 @@ def _pairs(mg_fn, torch_fn, arrays, seed=0):
     g = np.random.default_rng(seed).standard_normal(y.shape)
     y.backward(g)
     ty.backward(torch.from_numpy(g))
-    return [(y.data, ty.detach().numpy())] + [(m.grad, t.grad.numpy()) for m, t in zip(mins, tins)]
+    return [(y.numpy(), ty.detach().numpy())] + [(m.grad, t.grad.numpy()) for m, t in zip(mins, tins)]
 
 
 def _assert_pairs(pairs, what):
@@ -84,7 +84,7 @@ def _layer_pairs(n, x_shape, **options):
     g = np.random.default_rng(4).standard_normal(y.shape)
     y.backward(g)
     ty.backward(torch.from_numpy(g))
-    return [(y.data, ty.detach().numpy()), (xm.grad, xt.grad.numpy()),
+    return [(y.numpy(), ty.detach().numpy()), (xm.grad, xt.grad.numpy()),
             (ours.weight.grad, theirs.weight.grad.numpy()), (ours.bias.grad, theirs.bias.grad.numpy())]
 
 

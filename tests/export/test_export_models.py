@@ -90,7 +90,7 @@ def run_both(model, exported, method, arrays, seed=0):
     tparams = dict(exported.named_parameters())
     grads = {n: (p.grad, None if tparams[n].grad is None else tparams[n].grad.numpy())
              for n, p in model.named_parameters()}
-    return [(o.data, t.detach().numpy()) for o, t in zip(outs, touts)], grads
+    return [(o.numpy(), t.detach().numpy()) for o, t in zip(outs, touts)], grads
 
 
 def assert_same(pairs, grads, tol):
@@ -199,7 +199,7 @@ def test_dropout_follows_train_and_eval():
     assert any(n.op.__name__ == "DropoutOp" for n in exported.program.nodes)
     exported.eval()
     with torch.no_grad():
-        np.testing.assert_allclose(exported(torch.from_numpy(x)).numpy(), gpt(mg.tensor(x)).data, atol=1e-5)
+        np.testing.assert_allclose(exported(torch.from_numpy(x)), gpt(mg.tensor(x)), atol=1e-5)
         exported.train()
         a, b = exported(torch.from_numpy(x)), exported(torch.from_numpy(x))
     assert not torch.allclose(a, b)  # fresh dropout masks each call

@@ -213,7 +213,7 @@ def run_both(module, exported, fn, arrays, seed):
     gs = [rng.standard_normal(o.shape).astype(o.dtype) for o in outs]
     sum((o * mg.tensor(g)).sum() for o, g in zip(outs, gs)).backward()
     sum((o * torch.from_numpy(g)).sum() for o, g in zip(touts, gs)).backward()
-    pairs = [(o.data, t.detach().numpy()) for o, t in zip(outs, touts)]
+    pairs = [(o.numpy(), t.detach().numpy()) for o, t in zip(outs, touts)]
     tparams = dict(exported.named_parameters())
     pairs += [(p.grad, tparams[n].grad.numpy()) for n, p in module.named_parameters()]
     pairs += [(m.grad, t.grad.numpy()) for m, t in zip(mins, tins) if m.requires_grad]
@@ -272,8 +272,8 @@ def test_data_dependent_control_flow_is_caught_when_it_changes():
     """A padding mask computed with numpy makes the program dynamic (traced again per call);
     when the new inputs take another path through Python, the call says so."""
     def fn(model, x, keep):
-        y = model(x).masked_fill(mg.tensor(~keep.data[..., None]), 0.0)
-        return y.relu() if keep.data.all() else y.tanh()
+        y = model(x).masked_fill(mg.tensor(~keep.numpy()[..., None]), 0.0)
+        return y.relu() if keep.numpy().all() else y.tanh()
 
     keep = np.ones((2, 4), dtype=bool)
     exported = to_torch(nn.Linear(3, 2), np.zeros((2, 4, 3), dtype=np.float32), keep, method=fn)
@@ -294,15 +294,15 @@ def test_attention_weights_export_since_they_stay_in_the_graph():
     exported = to_torch(mha, x, method=weights)
     out, w = weights(mha, mg.tensor(x))
     tout, tw = exported(torch.tensor(x))
-    np.testing.assert_allclose(tout.detach().numpy(), out.data, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(tw.detach().numpy(), w.data, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(tout.detach().numpy(), out.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(tw.detach().numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_export_leaves_the_running_statistics_as_they_were():
     """Tracing runs the model in training mode; batch norm's buffers are restored after it."""
     model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
     x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
-    before = {k: v.copy() for k, v in model.state_dict().items()}
+    before = {k: v.clone() for k, v in model.state_dict().items()}
     to_torch(model, x)
     after = model.state_dict()
     assert before.keys() == after.keys()

@@ -45,7 +45,7 @@ def test_state_dict_round_trips_bit_for_bit(make, layout):
     assert list(back) == list(sd)
     for k in sd:
         assert back[k].dtype == sd[k].dtype
-        assert back[k].tobytes() == sd[k].tobytes(), k
+        assert back[k].tobytes() == sd[k].numpy().tobytes(), k
 
 
 def test_packed_layout_is_torch_nn_multihead_attention():
@@ -53,7 +53,7 @@ def test_packed_layout_is_torch_nn_multihead_attention():
     mha = nn.MultiheadAttention(8, 2)
     packed = state_dict_to_torch(mha.state_dict(), layout="torch.nn")
     assert sorted(packed) == ["in_proj_bias", "in_proj_weight", "out_proj.bias", "out_proj.weight"]
-    np.testing.assert_array_equal(packed["in_proj_weight"][8:16].numpy(), mha.k_proj.weight.data)
+    np.testing.assert_array_equal(packed["in_proj_weight"][8:16].numpy(), mha.k_proj.weight.numpy())
     torch.nn.MultiheadAttention(8, 2, batch_first=True).load_state_dict(packed)
 
 
@@ -120,18 +120,19 @@ def call_both(layer, tlayer, rng, dtype):
     elif isinstance(layer, nn.TransformerEncoderLayer):
         mine = layer(mg.tensor(x), attend_mask=nn.causal_mask(T))
         same = layer(mg.tensor(x), src_mask=~nn.causal_mask(T))
-        np.testing.assert_allclose(same.data, mine.data, rtol=1e-12, atol=1e-12)
-        theirs = tlayer(torch.tensor(x), src_mask=torch.tensor(~nn.causal_mask(T).data))
+        np.testing.assert_allclose(same.numpy(), mine.numpy(), rtol=1e-12, atol=1e-12)
+        theirs = tlayer(torch.tensor(x), src_mask=torch.tensor(~nn.causal_mask(T).numpy()))
     else:
         memory = rng.standard_normal((B, S, 8)).astype(dtype)
         mine = layer(mg.tensor(x), mg.tensor(memory), attend_mask=nn.causal_mask(T),
                      memory_attend_mask=keep[:, None, None, :])
         same = layer(mg.tensor(x), mg.tensor(memory), tgt_mask=~nn.causal_mask(T),
                      memory_key_padding_mask=mg.tensor(~keep))
-        np.testing.assert_allclose(same.data, mine.data, rtol=1e-12, atol=1e-12)
-        theirs = tlayer(torch.tensor(x), torch.tensor(memory), tgt_mask=torch.tensor(~nn.causal_mask(T).data),
+        np.testing.assert_allclose(same.numpy(), mine.numpy(), rtol=1e-12, atol=1e-12)
+        causal = ~torch.tensor(nn.causal_mask(T).numpy())
+        theirs = tlayer(torch.tensor(x), torch.tensor(memory), tgt_mask=causal,
                         memory_key_padding_mask=torch.tensor(~keep))
-    return mine.data, theirs.detach().numpy()
+    return mine.numpy(), theirs.detach().numpy()
 
 
 @pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-10), (np.float32, 1e-5)], ids=["float64", "float32"])

@@ -27,8 +27,8 @@ def compare(ours, theirs, inputs, dtype, tol=None):
     assert out.shape == tuple(tout.shape)
     assert out.dtype == tout.detach().numpy().dtype
     tol = tol or (1e-5 if dtype == np.float32 else 1e-12)
-    np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=tol, atol=tol)
-    if not out.data.size:
+    np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=tol, atol=tol)
+    if not out.numpy().size:
         return
     g = np.random.default_rng(0).standard_normal(out.shape).astype(dtype)
     out.backward(g)
@@ -180,10 +180,10 @@ def test_nonzero_and_integer_inputs_keep_their_dtype():
                          (mg.repeat_interleave(mg.tensor(np.array([2, 0, 1]))),
                           torch.repeat_interleave(torch.tensor([2, 0, 1])))]:
         assert ours.dtype == theirs.numpy().dtype and ours.shape == tuple(theirs.shape)
-        np.testing.assert_array_equal(ours.data, theirs.numpy())
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
     for ours, theirs in zip(x.nonzero(as_tuple=True), t.nonzero(as_tuple=True)):
         assert ours.dtype == np.int64
-        np.testing.assert_array_equal(ours.data, theirs.numpy())
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
 # ----------------------------------------------------------------------------- products and einsum
@@ -306,7 +306,7 @@ def test_torch_twins_of_the_functions(case, data):
         ms = [mg.Tensor(a.copy(), requires_grad=True) for a in inputs]
         ts = [torch.tensor(a.copy(), requires_grad=True) for a in inputs]
         out, tout = op.apply(*ms, **options), TORCH_OPS[op](*ts, **options)
-        np.testing.assert_allclose(out.data, tout.detach().numpy(), 1e-12, 1e-12, err_msg=op.__name__)
+        np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), 1e-12, 1e-12, err_msg=op.__name__)
         g = np.random.default_rng(3).standard_normal(out.shape)
         out.backward(g)
         tout.backward(torch.from_numpy(g))

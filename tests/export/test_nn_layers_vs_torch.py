@@ -45,7 +45,7 @@ def test_pad_group_norm_bilinear_export_equals_minigrad():
         a = rng.standard_normal((B, 4, 5))
         x, t = mg.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
         out, tout = model(x), exported(t)
-        np.testing.assert_allclose(tout.detach().numpy(), out.data, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(tout.detach().numpy(), out.numpy(), rtol=1e-10, atol=1e-10)
         g = rng.standard_normal(out.shape)
         out.backward(g)
         tout.backward(torch.from_numpy(g))

@@ -79,7 +79,7 @@ def check_against_torch(op, inputs, options=None, seed=0, tol=1e-10):
     out = op.apply(*mins, **options)
     tout = TORCH_OPS[op](*tins, **{k: _torch(v) for k, v in options.items()})
     assert tuple(tout.shape) == out.shape, op.__name__
-    np.testing.assert_allclose(tout.detach().numpy(), out.data, rtol=tol, atol=tol, err_msg=op.__name__)
+    np.testing.assert_allclose(tout.detach().numpy(), out.numpy(), rtol=tol, atol=tol, err_msg=op.__name__)
     if not out.requires_grad:
         return
     g = np.random.default_rng(seed).standard_normal(out.shape).astype(out.dtype)

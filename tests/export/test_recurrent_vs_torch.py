@@ -63,7 +63,7 @@ def compare(tmodule, mmodule, arrays, seed, tol):
     sum((m * mg.tensor(g)).sum() for m, g in zip(mouts, gs)).backward()
     for i, (t, m) in enumerate(zip(touts, mouts)):
         assert tuple(t.shape) == m.shape and str(t.dtype) == f"torch.{m.dtype}", f"result {i}"
-        np.testing.assert_allclose(m.data, t.detach().numpy(), rtol=tol, atol=tol, err_msg=f"result {i}")
+        np.testing.assert_allclose(m.numpy(), t.detach().numpy(), rtol=tol, atol=tol, err_msg=f"result {i}")
     for i, (t, m) in enumerate(zip(tins, mins)):
         np.testing.assert_allclose(m.grad, t.grad.numpy(), rtol=tol, atol=tol,
                                    err_msg=f"gradient of input {i}")
@@ -111,9 +111,9 @@ def test_dropout_in_eval_matches_torch_and_state_dict_goes_back():
     mg.manual_seed(2)
     mine = nn.GRU(3, 4, num_layers=2, bidirectional=True)
     theirs = torch.nn.GRU(3, 4, num_layers=2, bidirectional=True)
-    theirs.load_state_dict({k: torch.from_numpy(v) for k, v in mine.state_dict().items()})
+    theirs.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in mine.state_dict().items()})
     x = np.random.default_rng(3).standard_normal((4, 2, 3)).astype(np.float32)
-    np.testing.assert_allclose(mine(mg.tensor(x))[0].data, theirs(torch.from_numpy(x))[0].detach().numpy(),
+    np.testing.assert_allclose(mine(mg.tensor(x))[0].numpy(), theirs(torch.from_numpy(x))[0].detach().numpy(),
                                rtol=1e-5, atol=1e-6)
 
 
@@ -137,7 +137,7 @@ def test_cell_matches_torch(cls, with_state, batched):
     sum((o * torch.from_numpy(g)).sum() for o, g in zip(touts, gs)).backward()
     sum((o * mg.tensor(g)).sum() for o, g in zip(mouts, gs)).backward()
     for a, b in zip(touts, mouts):
-        np.testing.assert_allclose(b.data, a.detach().numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(b.numpy(), a.detach().numpy(), rtol=1e-10, atol=1e-12)
     for a, b in zip(tins, mins):
         np.testing.assert_allclose(b.grad, a.grad.numpy(), rtol=1e-10, atol=1e-12)
     tparams = dict(t.named_parameters())
@@ -166,7 +166,7 @@ def test_lstm_model_exports_with_to_torch():
     exported = to_torch(model, rng.standard_normal((2, 6, 3)))
     assert not exported.dynamic and list(exported.state_dict()) == list(model.state_dict())
     reference = torch.nn.LSTM(3, 4, num_layers=2, batch_first=True, bidirectional=True, proj_size=2).double()
-    reference.load_state_dict({k.removeprefix("lstm."): torch.from_numpy(v)
+    reference.load_state_dict({k.removeprefix("lstm."): torch.from_numpy(v.numpy())
                                for k, v in model.state_dict().items() if k.startswith("lstm.")})
     for B in (2, 3):
         model.zero_grad()
@@ -176,12 +176,12 @@ def test_lstm_model_exports_with_to_torch():
         (mine[0] * mg.tensor(g)).sum().backward()
         (theirs[0] * torch.from_numpy(g)).sum().backward()
         for a, b in zip(mine, theirs):
-            np.testing.assert_allclose(b.detach().numpy(), a.data, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(b.detach().numpy(), a.numpy(), rtol=1e-10, atol=1e-12)
         tparams = dict(exported.named_parameters())
         for name, p in model.named_parameters():
             np.testing.assert_allclose(tparams[name].grad.numpy(), p.grad, rtol=1e-10, atol=1e-12,
                                        err_msg=name)
             tparams[name].grad = None
         out, (h, c) = reference(torch.tensor(x))
-        np.testing.assert_allclose(h.detach().numpy(), mine[1].data, rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(c.detach().numpy(), mine[2].data, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(h.detach().numpy(), mine[1].numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(c.detach().numpy(), mine[2].numpy(), rtol=1e-10, atol=1e-12)

@@ -13,7 +13,7 @@ def assert_parameter_grads(model, loss: Callable, atol: float, rtol: float = 1e-
     loss().backward()
     rng = np.random.default_rng(seed)
     for name, p in model.named_parameters():
-        flat, grad = p.data.reshape(-1), p.grad.reshape(-1)
+        flat, grad = p.numpy().reshape(-1), p.grad.numpy().reshape(-1)
         for k in rng.choice(flat.size, min(entries, flat.size), replace=False):
             old = flat[k]
             flat[k] = old + eps

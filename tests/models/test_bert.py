@@ -64,7 +64,7 @@ def test_shapes_and_tied_decoder():
     positions[0, 2], positions[1, 1], positions[1, 3] = True, True, True
     picked, _ = model(idx, seg, positions=positions)
     assert picked.shape == (3, 20)
-    np.testing.assert_allclose(picked.data, mlm.data[positions], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(picked.numpy(), mlm.numpy()[positions], rtol=1e-5, atol=1e-6)
 
 
 def test_segments_change_the_outputs():
@@ -72,7 +72,7 @@ def test_segments_change_the_outputs():
     idx, seg = batch()
     a, _ = model(idx, seg)
     b, _ = model(idx, np.zeros_like(seg))
-    assert not np.allclose(a.data[0], b.data[0])
+    assert not np.allclose(a.numpy()[0], b.numpy()[0])
 
 
 def test_too_long_sequence_is_a_clear_error():
@@ -92,17 +92,17 @@ def test_pad_tokens_do_not_change_real_positions():
     junk[~real] = np.random.default_rng(1).integers(0, 20, (~real).sum())
     junk_seg[~real] = 1
     mlm2, nsp2 = model(junk, junk_seg, pad_mask=mask)
-    np.testing.assert_allclose(mlm2.data[real], mlm.data[real], rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(nsp2.data, nsp.data, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(mlm2.numpy()[real], mlm.numpy()[real], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(nsp2.numpy(), nsp.numpy(), rtol=1e-5, atol=1e-5)
     # The default mask comes from pad_id: more padding columns change nothing either.
     wide = np.concatenate([idx, np.zeros((3, 2), dtype=np.int64)], axis=1)
     wide_seg = np.concatenate([seg, np.zeros((3, 2), dtype=np.int64)], axis=1)
     mlm3, nsp3 = model(wide, wide_seg)
-    np.testing.assert_allclose(mlm3.data[:, :10][real], mlm.data[real], rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(nsp3.data, nsp.data, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(mlm3.numpy()[:, :10][real], mlm.numpy()[real], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(nsp3.numpy(), nsp.numpy(), rtol=1e-5, atol=1e-5)
     # Without the mask the padding would matter: the test can see a difference.
     unmasked, _ = model(idx, seg, pad_mask=np.ones((3, 1, 1, 10), dtype=bool))
-    assert not np.allclose(unmasked.data[2, :4], mlm.data[2, :4], atol=1e-4)
+    assert not np.allclose(unmasked.numpy()[2, :4], mlm.numpy()[2, :4], atol=1e-4)
 
 
 def test_loss_reads_selected_positions_only():
@@ -112,8 +112,8 @@ def test_loss_reads_selected_positions_only():
     labels[0, 3], labels[1, 2] = 9, 13
     is_next = np.array([1, 0, 1])
     mlm, nsp = model(idx, seg)
-    logp = mlm.data - np.log(np.exp(mlm.data).sum(-1, keepdims=True))
-    nsp_logp = nsp.data - np.log(np.exp(nsp.data).sum(-1, keepdims=True))
+    logp = mlm.numpy() - np.log(np.exp(mlm.numpy()).sum(-1, keepdims=True))
+    nsp_logp = nsp.numpy() - np.log(np.exp(nsp.numpy()).sum(-1, keepdims=True))
     expected = -(logp[0, 3, 9] + logp[1, 2, 13]) / 2 - nsp_logp[[0, 1, 2], is_next].mean()
     assert model.loss(idx, seg, labels, is_next).item() == pytest.approx(expected, rel=1e-4)
 
@@ -236,8 +236,8 @@ def test_batches_and_evaluation(recipe):
     inputs, seg, labels, is_next = recipe.batch("train", np.random.default_rng(0), 8)
     assert inputs.shape == seg.shape == labels.shape and inputs.shape[0] == 8
     assert inputs.shape[1] <= recipe.config.block_size
-    assert set(np.unique(is_next.data)) <= {0, 1}
-    assert (labels.data != IGNORE).any()
+    assert set(np.unique(is_next.numpy())) <= {0, 1}
+    assert (labels.numpy() != IGNORE).any()
     m1, m2 = recipe.evaluate(2), recipe.evaluate(2)
     assert m1 == m2  # the same held-out batches every time
     assert recipe.model.training  # evaluation puts the mode back
@@ -268,7 +268,7 @@ def test_checkpoint_round_trip(recipe, tmp_path):
     recipe.model.eval()
     again.model.eval()
     for x, y in zip(recipe.model(idx, seg), again.model(idx, seg)):
-        np.testing.assert_array_equal(x.data, y.data)
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
     recipe.model.train()
     assert again.evaluate(1) == recipe.evaluate(1)
 

@@ -49,7 +49,7 @@ def test_shapes(pictures):
     assert annotations.shape == (12, 36, 8) and h.shape == c.shape == (12, 16) and keys.shape == (12, 36, 8)
     logits, weights = model(mg.tensor(images), mg.tensor(ids[:, :-1]))
     assert logits.shape == (12, ids.shape[1] - 1, V) and weights.shape == (12, ids.shape[1] - 1, 36)
-    np.testing.assert_allclose(weights.data.sum(-1), 1.0, rtol=1e-5)  # a distribution over the cells
+    np.testing.assert_allclose(weights.numpy().sum(-1), 1.0, rtol=1e-5)  # a distribution over the cells
     loss = model.loss(mg.tensor(images), mg.tensor(ids[:, :-1]), mg.tensor(ids[:, 1:]))
     assert loss.shape == () and np.isclose(loss.item(), np.log(V), rtol=0.3)
     out = model.generate(images, max_len=5)
@@ -64,9 +64,9 @@ def test_shapes(pictures):
 def test_annotations_are_the_last_feature_map_cell_by_cell(pictures):
     images = pictures[0][:2]
     model = tiny_model()
-    fmap = model.encoder.cnn(mg.tensor(images)).data  # (2, F, 6, 6)
-    annotations = model.encoder(mg.tensor(images)).data  # (2, 36, F)
-    pos = model.encoder.pos.weight.data  # (36, F)
+    fmap = model.encoder.cnn(mg.tensor(images)).numpy()  # (2, F, 6, 6)
+    annotations = model.encoder(mg.tensor(images)).numpy()  # (2, 36, F)
+    pos = model.encoder.pos.weight.numpy()  # (36, F)
     cell = fmap[:, :, 2, 3]  # (2, F): row 2, column 3 is annotation 2 * 6 + 3, layer-normed
     normed = (cell - cell.mean(-1, keepdims=True)) / np.sqrt(cell.var(-1, keepdims=True) + 1e-5)
     np.testing.assert_allclose(annotations[:, 2 * 6 + 3], normed + pos[2 * 6 + 3], rtol=1e-4, atol=1e-5)
@@ -107,7 +107,7 @@ def test_beam_width_one_is_greedy_and_wider_beams_score_at_least_as_well(picture
     def logp(out):  # the summed log-probability of each caption, through its EOS
         tgt_in = np.concatenate([np.full((len(out), 1), CAPTION_VOCAB.bos_id), out[:, :-1]], axis=1)
         logits, _ = model(mg.tensor(images), mg.tensor(tgt_in))
-        lp = np.take_along_axis(logits.log_softmax(-1).data, out[..., None], -1)[..., 0]
+        lp = np.take_along_axis(logits.log_softmax(-1).numpy(), out[..., None], -1)[..., 0]
         ended = np.cumsum(out == CAPTION_VOCAB.eos_id, axis=1) - (out == CAPTION_VOCAB.eos_id)
         return (lp * (ended == 0)).sum(1)
 
@@ -136,7 +136,7 @@ def test_recipe_data_and_metrics(recipe):
     test = recipe.test
     assert len(test) == 1000 and test.seen[::2].all() and not test.seen[1::2].any()
     images, tgt_in, tgt_out = recipe.batch("train", np.random.default_rng(0), 4)
-    assert images.shape == (4, 1, 24, 24) and (tgt_in.data[:, 1:] == tgt_out.data[:, :-1]).all()
+    assert images.shape == (4, 1, 24, 24) and (tgt_in.numpy()[:, 1:] == tgt_out.numpy()[:, :-1]).all()
     metrics = recipe.evaluate(1)
     assert set(metrics) == {"val_loss", "exact_match", "exact_match_seen", "exact_match_unseen",
                             "word_accuracy", "bleu2", "attention_share"}

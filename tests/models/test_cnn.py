@@ -96,7 +96,7 @@ def test_each_block_sees_a_neighbourhood_of_pixels(i, j):
         a, b = mg.tensor(x), mg.tensor(changed)
         for block in [model.block1, model.block2][:depth]:
             a, b = block(a), block(b)
-        moved = np.abs(a.data - b.data).max(axis=(0, 1)) > 0  # (8, 8): output pixels that changed
+        moved = np.abs(a.numpy() - b.numpy()).max(axis=(0, 1)) > 0  # (8, 8): output pixels that changed
         rows, cols = np.nonzero(moved)
         assert moved.any()
         assert (np.abs(rows - i) <= reach).all() and (np.abs(cols - j) <= reach).all(), (depth, i, j)
@@ -105,22 +105,22 @@ def test_each_block_sees_a_neighbourhood_of_pixels(i, j):
 def test_batch_norm_mixes_the_batch_in_training_only():
     model = make(seed=3)
     x = images(4, seed=3)
-    alone = model.features(x[:1]).data  # BatchNorm normalises with the statistics of this one image
-    together = model.features(x).data[:1]
+    alone = model.features(x[:1]).numpy()  # BatchNorm normalises with the statistics of this one image
+    together = model.features(x).numpy()[:1]
     assert np.abs(alone - together).max() > 1e-3
     model.eval()
-    np.testing.assert_allclose(model.features(x[:1]).data, model.features(x).data[:1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.features(x[:1]), model.features(x).numpy()[:1], rtol=1e-5, atol=1e-6)
 
 
 def test_training_mode_updates_the_running_statistics():
     model = make(seed=4)
-    before = model.block1.norm.running_mean.data.copy()
+    before = model.block1.norm.running_mean.numpy().copy()
     model(images(8, seed=4))
-    assert np.abs(model.block1.norm.running_mean.data - before).max() > 0
+    assert np.abs(model.block1.norm.running_mean.numpy() - before).max() > 0
     model.eval()
-    frozen = model.block1.norm.running_mean.data.copy()
+    frozen = model.block1.norm.running_mean.numpy().copy()
     model(images(8, seed=5))
-    np.testing.assert_array_equal(model.block1.norm.running_mean.data, frozen)
+    np.testing.assert_array_equal(model.block1.norm.running_mean.numpy(), frozen)
 
 
 def test_gradients_match_finite_differences():
@@ -168,7 +168,7 @@ def test_matches_the_same_network_in_torch():
     torch, twin = torch_twin(config)
     rng = np.random.default_rng(6)
     for p in model.parameters():  # a nonzero head, so every layer gets a gradient
-        p.data[...] = rng.normal(scale=0.5, size=p.shape)
+        p.numpy()[...] = rng.normal(scale=0.5, size=p.shape)
     twin = twin.double()  # before loading: load_state_dict copies into the parameters' dtype
     missing, unexpected = twin.load_state_dict(
         {k: torch.tensor(np.asarray(v)) for k, v in model.state_dict().items()}, strict=False)
@@ -191,7 +191,7 @@ def test_matches_the_same_network_in_torch():
     model.eval()
     twin.eval()
     with torch.no_grad():
-        np.testing.assert_allclose(model(mg.tensor(x)).data, twin(tx).numpy(), rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(model(mg.tensor(x)).numpy(), twin(tx).numpy(), rtol=1e-8, atol=1e-10)
 
 
 def test_overfits_a_small_batch(recipe):
@@ -226,14 +226,14 @@ def test_registered_with_presets_like_the_vits():
 def test_batches_and_a_smaller_training_set(recipe):
     x, y = recipe.batch("train", np.random.default_rng(3), 7)
     x2, _ = recipe.batch("train", np.random.default_rng(3), 7)
-    assert x.shape == (7, 1, 8, 8) and y.shape == (7,) and y.data.dtype == np.int64
-    np.testing.assert_array_equal(x.data, x2.data)
+    assert x.shape == (7, 1, 8, 8) and y.shape == (7,) and y.numpy().dtype == np.int64
+    np.testing.assert_array_equal(x.numpy(), x2.numpy())
     assert len(recipe.x_test) == 360 and len(recipe.x_train) == 1437
     small = CNNRecipe("tiny", train_size=100)
     assert len(small.x_train) == len(small.y_train) == 100 and len(small.x_test) == 360
     np.testing.assert_array_equal(small.x_train, recipe.x_train[:100])  # the first 100
     xs, _ = small.batch("train", np.random.default_rng(0), 500)
-    assert len({arr.tobytes() for arr in xs.data}) <= 100
+    assert len({arr.tobytes() for arr in xs.numpy()}) <= 100
     for bad in (0, 1438):
         with pytest.raises(ValueError, match=f"cnn: train_size must be 1 to 1437, got {bad}"):
             CNNRecipe("tiny", train_size=bad)

@@ -47,7 +47,7 @@ def test_checkpoint_round_trip(tmp_path, name):
     assert len(again.x_train) == len(rec.x_train)
     x = mg.tensor(rec.x_test[:4])
     rec.model.eval()
-    np.testing.assert_array_equal(again.model.eval()(x).data, rec.model(x).data)
+    np.testing.assert_array_equal(again.model.eval()(x).numpy(), rec.model(x).numpy())
     assert again.evaluate() == rec.evaluate()
 
 

@@ -41,9 +41,9 @@ def test_too_long_sequence_is_a_clear_error():
 def test_later_tokens_do_not_change_earlier_logits():
     model = make()
     a = tokens(2, 8, seed=1)
-    b = mg.tensor(a.data.copy())
-    b.data[:, 5:] = (b.data[:, 5:] + 3) % 11
-    la, lb = model(a).data, model(b).data
+    b = mg.tensor(a.numpy().copy())
+    b.numpy()[:, 5:] = (b.numpy()[:, 5:] + 3) % 11
+    la, lb = model(a).numpy(), model(b).numpy()
     np.testing.assert_allclose(la[:, :5], lb[:, :5], rtol=1e-5, atol=1e-6)
     assert not np.allclose(la[:, 5:], lb[:, 5:])
 
@@ -68,12 +68,12 @@ def test_kv_cache_past_the_window_restarts_from_the_last_half(prompt_len):
     prompt = tokens(2, prompt_len, seed=2)
     cached = model.generate(prompt, 20, temperature=0.0, use_cache=True)
     block, keep = model.config.block_size, model.config.block_size - model.config.block_size // 2
-    out, start = prompt.data.copy(), max(0, prompt_len - block)
+    out, start = prompt.numpy().copy(), max(0, prompt_len - block)
     with mg.no_grad():
         for _ in range(20):
             if out.shape[1] - start > block:
                 start = out.shape[1] - keep
-            logits = model(mg.tensor(out[:, start:])).data[:, -1]
+            logits = model(mg.tensor(out[:, start:])).numpy()[:, -1]
             out = np.concatenate([out, logits.argmax(-1)[:, None]], axis=1)
     np.testing.assert_array_equal(cached, out)
 
@@ -123,10 +123,10 @@ def test_kv_cache_fed_in_chunks_gives_the_logits_of_one_pass(case):
     model = make(LONG)
     idx = tokens(2, total, seed=total)
     with mg.no_grad():
-        full = model(idx).data  # (2, total, V)
+        full = model(idx).numpy()  # (2, total, V)
         caches, parts, start = [nn.KVCache() for _ in model.blocks], [], 0
         for size in chunks:
-            parts.append(model(mg.tensor(idx.data[:, start:start + size]), caches, start=start).data)
+            parts.append(model(mg.tensor(idx.numpy()[:, start:start + size]), caches, start=start).numpy())
             start += size
     assert caches[0].length == total and caches[0].k.shape[2] >= total
     np.testing.assert_allclose(np.concatenate(parts, axis=1), full, rtol=1e-5, atol=1e-6)
@@ -139,16 +139,16 @@ def test_kv_cache_chunked_prompt_then_generation_matches_no_cache(chunks):
     model = make(LONG)
     prompt = tokens(2, sum(chunks), seed=3)
     plain = model.generate(prompt, 40 - prompt.shape[1], temperature=0.0, use_cache=False)
-    out, caches, start, first = prompt.data.copy(), [nn.KVCache() for _ in model.blocks], 0, 0
+    out, caches, start, first = prompt.numpy().copy(), [nn.KVCache() for _ in model.blocks], 0, 0
     with mg.no_grad():
         for size in chunks:
-            logits = model(mg.tensor(out[:, start:start + size]), caches, start=start).data
+            logits = model(mg.tensor(out[:, start:start + size]), caches, start=start).numpy()
             start += size
             first = first or caches[0].k.shape[2]  # the buffer the first chunk made
         while out.shape[1] < 40:
             out = np.concatenate([out, logits[:, -1].argmax(-1)[:, None]], axis=1)
             if out.shape[1] < 40:
-                logits = model(mg.tensor(out[:, -1:]), caches, start=out.shape[1] - 1).data
+                logits = model(mg.tensor(out[:, -1:]), caches, start=out.shape[1] - 1).numpy()
     assert caches[0].length == 39 and caches[0].k.shape[2] > first  # the buffer was regrown
     np.testing.assert_array_equal(out, plain)
     np.testing.assert_array_equal(model.generate(prompt, 40 - prompt.shape[1], temperature=0.0), plain)

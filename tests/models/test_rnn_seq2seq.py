@@ -83,8 +83,8 @@ def test_decoder_is_causal(attention, t, seed):
     tgt_in = tgt[:, :-1]
     changed = tgt_in.copy()
     changed[:, t:] = np.random.default_rng(seed).integers(3, SEQ_VOCAB.vocab_size, size=changed[:, t:].shape)
-    a = model(mg.tensor(src), mg.tensor(tgt_in)).data
-    b = model(mg.tensor(src), mg.tensor(changed)).data
+    a = model(mg.tensor(src), mg.tensor(tgt_in)).numpy()
+    b = model(mg.tensor(src), mg.tensor(changed)).numpy()
     np.testing.assert_allclose(a[:, :t], b[:, :t], rtol=1e-5, atol=1e-6)
     if t < tgt_in.shape[1]:
         assert not np.allclose(a[:, t:], b[:, t:])
@@ -99,12 +99,12 @@ def test_source_padding_changes_nothing(attention, extra):
     src, tgt = batch(4)
     tgt_in = mg.tensor(tgt[:, :-1])
     longer = np.concatenate([src, np.full((4, extra), PAD)], axis=1)
-    expected = model(mg.tensor(src), tgt_in).data
-    np.testing.assert_allclose(model(mg.tensor(longer), tgt_in).data, expected, rtol=1e-5, atol=1e-6)
+    expected = model(mg.tensor(src), tgt_in).numpy()
+    np.testing.assert_allclose(model(mg.tensor(longer), tgt_in).numpy(), expected, rtol=1e-5, atol=1e-6)
     i = int(np.argmin((src != PAD).sum(1)))
     n = int((src[i] != PAD).sum())
     assert n < src.shape[1]
-    alone = model(mg.tensor(src[i:i + 1, :n]), mg.tensor(tgt[i:i + 1, :-1])).data
+    alone = model(mg.tensor(src[i:i + 1, :n]), mg.tensor(tgt[i:i + 1, :-1])).numpy()
     np.testing.assert_allclose(expected[i:i + 1], alone, rtol=1e-5, atol=1e-6)
 
 
@@ -126,7 +126,7 @@ def test_the_source_matters(attention):
     other = src.copy()
     other[:, 0] = 3 + (other[:, 0] - 2) % (SEQ_VOCAB.vocab_size - 3)
     tgt_in = mg.tensor(tgt[:, :-1])
-    assert not np.allclose(model(mg.tensor(src), tgt_in).data, model(mg.tensor(other), tgt_in).data)
+    assert not np.allclose(model(mg.tensor(src), tgt_in).numpy(), model(mg.tensor(other), tgt_in).numpy())
 
 
 @BOTH
@@ -169,7 +169,7 @@ def test_recipe_checkpoint_round_trip(tmp_path):
     recipe = recipe_class("rnn")("tiny")
     assert recipe.task == "dates" and recipe.config.attention
     src, tgt_in, tgt_out = batch_tensors = recipe.batch("train", np.random.default_rng(0), 4)
-    assert (tgt_in.data[:, 1:] == tgt_out.data[:, :-1]).all()
+    assert (tgt_in.numpy()[:, 1:] == tgt_out.numpy()[:, :-1]).all()
     train(recipe, TrainConfig(steps=3, batch_size=4, eval_every=3, eval_batches=1), str(tmp_path),
           progress=False, log=lambda s: None)
     meta, state, _ = read_checkpoint(str(tmp_path / "checkpoint.npz"))
@@ -209,13 +209,13 @@ def test_runs_in_float64_with_finite_difference_gradients(attention):
     name, p = next((n, q) for n, q in model.named_parameters() if n.startswith("encoder."))
     model.zero_grad()
     model.loss(src, tgt_in, tgt_out).backward()
-    eps, original = 1e-6, p.data.copy()
-    for i in range(min(p.data.size, 6)):
+    eps, original = 1e-6, p.numpy().copy()
+    for i in range(min(p.numpy().size, 6)):
         losses = []
         for sign in (1, -1):
             p.data = original.copy()
-            p.data.flat[i] += sign * eps
+            p.numpy().flat[i] += sign * eps
             losses.append(model.loss(src, tgt_in, tgt_out).item())
         numeric = (losses[0] - losses[1]) / (2 * eps)
-        assert abs(numeric - p.grad.flat[i]) < 1e-6 + 1e-5 * abs(p.grad.flat[i]), (name, i)
+        assert abs(numeric - p.grad.numpy().flat[i]) < 1e-6 + 1e-5 * abs(p.grad.numpy().flat[i]), (name, i)
     p.data = original

@@ -82,7 +82,7 @@ def test_the_loss_ignores_padding_targets():
     model = tiny_model()
     src, tgt = reverse_batch(4)
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
-    logits = model(mg.tensor(src), mg.tensor(tgt_in)).data.astype(np.float64)
+    logits = model(mg.tensor(src), mg.tensor(tgt_in)).numpy().astype(np.float64)
     logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     real = tgt_out != PAD
     expected = -np.take_along_axis(logp, tgt_out[..., None], -1)[..., 0][real].mean()
@@ -99,8 +99,8 @@ def test_decoder_is_causal(t, seed):
     changed = tgt_in.copy()
     rng = np.random.default_rng(seed)
     changed[:, t:] = rng.integers(3, SEQ_VOCAB.vocab_size, size=changed[:, t:].shape)
-    a = model(mg.tensor(src), mg.tensor(tgt_in)).data
-    b = model(mg.tensor(src), mg.tensor(changed)).data
+    a = model(mg.tensor(src), mg.tensor(tgt_in)).numpy()
+    b = model(mg.tensor(src), mg.tensor(changed)).numpy()
     np.testing.assert_allclose(a[:, :t], b[:, :t], rtol=1e-5, atol=1e-5)
     if t < tgt_in.shape[1]:
         assert not np.allclose(a[:, t:], b[:, t:])  # and the later ones do change
@@ -114,13 +114,13 @@ def test_source_padding_changes_nothing(extra):
     src, tgt = reverse_batch(4)
     tgt_in = mg.tensor(tgt[:, :-1])
     longer = np.concatenate([src, np.full((4, extra), PAD)], axis=1)
-    np.testing.assert_allclose(model(mg.tensor(longer), tgt_in).data, model(mg.tensor(src), tgt_in).data,
+    np.testing.assert_allclose(model(mg.tensor(longer), tgt_in), model(mg.tensor(src), tgt_in),
                                rtol=1e-5, atol=1e-5)
     i = int(np.argmin((src != PAD).sum(1)))  # the shortest source, padded in the batch
     n = int((src[i] != PAD).sum())
     assert n < src.shape[1]
-    alone = model(mg.tensor(src[i:i + 1, :n]), mg.tensor(tgt[i:i + 1, :-1])).data
-    np.testing.assert_allclose(model(mg.tensor(src), tgt_in).data[i:i + 1], alone, rtol=1e-5, atol=1e-5)
+    alone = model(mg.tensor(src[i:i + 1, :n]), mg.tensor(tgt[i:i + 1, :-1])).numpy()
+    np.testing.assert_allclose(model(mg.tensor(src), tgt_in).numpy()[i:i + 1], alone, rtol=1e-5, atol=1e-5)
 
 
 def test_the_source_matters():
@@ -129,7 +129,7 @@ def test_the_source_matters():
     other = src.copy()
     other[:, 0] = 3 + (other[:, 0] - 2) % (SEQ_VOCAB.vocab_size - 3)
     tgt_in = mg.tensor(tgt[:, :-1])
-    assert not np.allclose(model(mg.tensor(src), tgt_in).data, model(mg.tensor(other), tgt_in).data)
+    assert not np.allclose(model(mg.tensor(src), tgt_in).numpy(), model(mg.tensor(other), tgt_in).numpy())
 
 
 def test_bad_input_gives_clear_errors():
@@ -206,12 +206,12 @@ def scripted_model(scripts: list[list[int]]) -> Seq2Seq:
     V = SEQ_VOCAB.vocab_size
 
     def encode(src):
-        return mg.tensor(src.data[:, :, None].astype(np.float32)), None  # (R, 1, 1): the example
+        return mg.tensor(src.numpy()[:, :, None].astype(np.float32)), None  # (R, 1, 1): the example
 
     def decode(tgt_in, memory, src_mask):
         R, T = tgt_in.shape
         logits = np.zeros((R, T, V), np.float32)
-        for r, b in enumerate(memory.data[:, 0, 0].astype(int)):
+        for r, b in enumerate(memory.numpy()[:, 0, 0].astype(int)):
             for t in range(T):
                 logits[r, t, scripts[b][t] if t < len(scripts[b]) else PAD] = 10.0
         return mg.tensor(logits)
@@ -272,15 +272,15 @@ def test_recipe_batches_and_checkpoint_round_trip(tmp_path):
     assert recipe.task == "reverse" and len(recipe.test_pairs) == 1000
     src, tgt_in, tgt_out = recipe.batch("train", np.random.default_rng(0), 5)
     assert src.shape[0] == tgt_in.shape[0] == 5 and tgt_in.shape == tgt_out.shape
-    assert (tgt_in.data[:, 0] == BOS).all() and (tgt_in.data[:, 1:] == tgt_out.data[:, :-1]).all()
-    assert not {SEQ_VOCAB.decode(r) for r in src.data} & {s for s, _ in recipe.test_pairs}
+    assert (tgt_in.numpy()[:, 0] == BOS).all() and (tgt_in.numpy()[:, 1:] == tgt_out.numpy()[:, :-1]).all()
+    assert not {SEQ_VOCAB.decode(r) for r in src.numpy()} & {s for s, _ in recipe.test_pairs}
     train(recipe, TrainConfig(steps=3, batch_size=4, eval_every=3, eval_batches=1), str(tmp_path),
           progress=False, log=lambda s: None)
     meta, state, _ = read_checkpoint(str(tmp_path / "checkpoint.npz"))
     again = Seq2SeqRecipe.from_meta(meta["recipe"])
     again.model.load_state_dict(state)
     assert again.task == recipe.task and again.config == recipe.config
-    np.testing.assert_allclose(again.model(src, tgt_in).data, recipe.model(src, tgt_in).data, rtol=1e-6)
+    np.testing.assert_allclose(again.model(src, tgt_in).numpy(), recipe.model(src, tgt_in).numpy(), rtol=1e-6)
     assert again.evaluate(1) == pytest.approx(recipe.evaluate(1))
     assert "reverse" in again.demo(2)
 

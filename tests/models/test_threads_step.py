@@ -52,7 +52,7 @@ def step(config: GPTConfig, monkeypatch) -> tuple[float, list[np.ndarray]]:
         loss.backward()
         opt.step()
     assert bool(calls) == (config.block_size >= 13)  # the kernel meant to run ran
-    return loss.item(), [p.data.copy() for p in model.parameters()]
+    return loss.item(), [p.numpy().copy() for p in model.parameters()]
 
 
 @pytest.mark.parametrize("config", [SHORT, LONG], ids=["one-block", "tiled"])

@@ -32,7 +32,7 @@ def run(fn, arrays_, lib):
     g = np.random.default_rng(0).standard_normal(tuple(out.shape)).astype(arrays_[0].dtype)
     if lib == "mg":
         out.backward(mg.tensor(g))
-        return out.data, str(out.dtype), [t.grad for t in ins]
+        return out.numpy(), str(out.dtype), [t.grad for t in ins]
     out.backward(torch.from_numpy(g))
     return out.detach().numpy(), str(out.dtype).removeprefix("torch."), [t.grad.numpy() for t in ins]
 
@@ -148,11 +148,11 @@ def test_normalize_and_cosine_of_zero_vectors_are_zero_with_finite_gradients():
     z = mg.tensor(np.zeros((2, 3)), requires_grad=True)
     y = F.normalize(z)
     y.backward(mg.tensor(np.ones((2, 3))))
-    assert (y.data == 0).all() and np.isfinite(z.grad).all()
+    assert (y.numpy() == 0).all() and np.isfinite(z.grad).all()
     a, b = mg.tensor(np.zeros((2, 3)), requires_grad=True), mg.tensor(np.ones((2, 3)), requires_grad=True)
     c = F.cosine_similarity(a, b)
     c.sum().backward()
-    assert (c.data == 0).all() and np.isfinite(a.grad).all() and np.isfinite(b.grad).all()
+    assert (c.numpy() == 0).all() and np.isfinite(a.grad).all() and np.isfinite(b.grad).all()
 
 
 # ----------------------------------------------------------------------------- numerics
@@ -164,21 +164,21 @@ def test_softplus_and_logsigmoid_are_exact_at_huge_inputs_and_in_the_tails(dtype
     a = mg.tensor(x, requires_grad=True)
     ls = F.logsigmoid(a)
     ls.backward(mg.tensor(np.ones(6, dtype=dtype)))
-    assert ls.dtype == dtype and np.isfinite(ls.data).all() and np.isfinite(a.grad).all()
+    assert ls.dtype == dtype and np.isfinite(ls.numpy()).all() and np.isfinite(a.grad).all()
     exact = -np.logaddexp(0, -x.astype(np.float64))  # log sigmoid(x) = -log(1 + exp(-x))
-    np.testing.assert_allclose(ls.data, exact, rtol=1e-6, atol=1e-43)  # float32's subnormals at -100
-    assert ls.data[1] == -1e4 and ls.data[0] == 0
+    np.testing.assert_allclose(ls.numpy(), exact, rtol=1e-6, atol=1e-43)  # float32's subnormals at -100
+    assert ls.numpy()[1] == -1e4 and ls.numpy()[0] == 0
     np.testing.assert_allclose(a.grad, np.exp(-np.logaddexp(0, x.astype(np.float64))), rtol=1e-6, atol=1e-43)
     sp = F.softplus(mg.tensor(x))
-    np.testing.assert_allclose(sp.data, np.logaddexp(0, x.astype(np.float64)), rtol=1e-6, atol=1e-43)
-    assert sp.data[3] > 2e-9  # softplus(-20) = 2.06e-9: log1p keeps it (log(1 + e) rounds to 0)
+    np.testing.assert_allclose(sp.numpy(), np.logaddexp(0, x.astype(np.float64)), rtol=1e-6, atol=1e-43)
+    assert sp.numpy()[3] > 2e-9  # softplus(-20) = 2.06e-9: log1p keeps it (log(1 + e) rounds to 0)
 
 
 def test_elu_keeps_small_negative_inputs_and_large_ones_finite():
     x = mg.tensor(np.array([-1e-10, 1e4, -1e4], dtype=np.float32), requires_grad=True)
     y = F.elu(x)
     y.backward(mg.tensor(np.ones(3, dtype=np.float32)))
-    np.testing.assert_allclose(y.data, [-1e-10, 1e4, -1.0], rtol=1e-6)
+    np.testing.assert_allclose(y.numpy(), [-1e-10, 1e4, -1.0], rtol=1e-6)
     np.testing.assert_allclose(x.grad, [1.0, 1.0, 0.0], rtol=1e-6)
 
 
@@ -199,7 +199,7 @@ def test_one_hot_matches_torch(ids, extra):
     mine = F.one_hot(mg.tensor(ids), C)
     theirs = TF.one_hot(torch.tensor(ids), C)
     assert mine.dtype == np.int64 and mine.shape == tuple(theirs.shape)
-    np.testing.assert_array_equal(mine.data, theirs.numpy())
+    np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
 
 
 @pytest.mark.parametrize("call, error, match", [
@@ -289,7 +289,7 @@ def test_module_dict_names_its_children_as_torch():
     x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
     out = d["dec"](d["act"](d["enc"](mg.tensor(x))))
     expected = theirs["dec"](theirs["act"](theirs["enc"](torch.tensor(x)))).detach()
-    np.testing.assert_allclose(out.data, expected, rtol=1e-6)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
     assert d.num_parameters() == 4 * 3 + 4 + 2 * 4 + 2 and "(enc): Linear" in repr(d)
     outer = nn.ModuleDict([("inner", nn.ModuleDict({"fc": nn.Linear(2, 2)}))])
     assert [n for n, _ in outer.named_parameters()] == ["inner.fc.weight", "inner.fc.bias"]

@@ -43,16 +43,16 @@ def test_cached_chunks_attend_as_the_whole_prefix(case, capacity, causal, tiled)
     attn = nn.MultiheadAttention(8, 2)
     x = mg.randn(2, total, 8)
     with mg.no_grad(), _tiled_always(tiled):
-        full = attn(x, x, x, is_causal=True, need_weights=False)[0].data
+        full = attn(x, x, x, is_causal=True, need_weights=False)[0].numpy()
         cache, start = nn.KVCache(capacity), 0
         for size in chunks:
-            h = mg.tensor(x.data[:, start:start + size])
-            out = attn(h, h, h, is_causal=causal, cache=cache, need_weights=False)[0].data
+            h = mg.tensor(x.numpy()[:, start:start + size])
+            out = attn(h, h, h, is_causal=causal, cache=cache, need_weights=False)[0].numpy()
             if causal:
                 expected = full[:, start:start + size]
             else:
-                prefix = mg.tensor(x.data[:, :start + size])
-                expected = attn(h, prefix, prefix, need_weights=False)[0].data
+                prefix = mg.tensor(x.numpy()[:, :start + size])
+                expected = attn(h, prefix, prefix, need_weights=False)[0].numpy()
             np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
             start += size
     assert cache.length == total and cache.k.shape == (2, 2, capacity or max(16, total), 4)
@@ -66,11 +66,11 @@ def test_a_mask_with_the_cache_covers_the_cached_keys_too():
     allowed[:, 1] = False  # the new queries may not see cached key 1
     with mg.no_grad():
         cache = nn.KVCache()
-        head = mg.tensor(x.data[:, :3])
+        head = mg.tensor(x.numpy()[:, :3])
         attn(head, head, head, cache=cache, need_weights=False)[0]
-        tail = mg.tensor(x.data[:, 3:])
-        out = attn(tail, tail, tail, mask=allowed, cache=cache, need_weights=False)[0].data
-        expected = attn(tail, x, x, mask=allowed, need_weights=False)[0].data
+        tail = mg.tensor(x.numpy()[:, 3:])
+        out = attn(tail, tail, tail, mask=allowed, cache=cache, need_weights=False)[0].numpy()
+        expected = attn(tail, x, x, mask=allowed, need_weights=False)[0].numpy()
     np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-7)
 
 
@@ -107,7 +107,7 @@ def test_mha_init_linear_draws_what_four_linear_layers_draw():
     mg.manual_seed(3)
     attn = nn.MultiheadAttention(6, 2, init="linear")
     for lin, proj in zip(linears, (attn.q_proj, attn.k_proj, attn.v_proj, attn.out_proj)):
-        np.testing.assert_array_equal(lin.weight.data, proj.weight.data)
-        np.testing.assert_array_equal(lin.bias.data, proj.bias.data)
+        np.testing.assert_array_equal(lin.weight.numpy(), proj.weight.numpy())
+        np.testing.assert_array_equal(lin.bias.numpy(), proj.bias.numpy())
     with pytest.raises(ValueError, match="init must be 'xavier' or 'linear', got 'normal'"):
         nn.MultiheadAttention(6, 2, init="normal")

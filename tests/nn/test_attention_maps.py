@@ -39,7 +39,7 @@ def test_gpt_gives_one_causal_map_per_layer():
         np.testing.assert_allclose(r.weights.sum(-1), 1.0, atol=1e-5)
         assert r.weights[..., 1:, 0].min() > 0  # below the diagonal every token is seen
     # Recording changes nothing about the result.
-    np.testing.assert_array_equal(logits.data, model(x).data)
+    np.testing.assert_array_equal(logits.numpy(), model(x).numpy())
 
 
 def test_records_are_the_softmax_of_the_layer_inputs():
@@ -49,7 +49,7 @@ def test_records_are_the_softmax_of_the_layer_inputs():
     attn = model.blocks[0].attn
     h = model.blocks[0].norm1(model.tok_emb(x) + model.pos_emb(mg.arange(5)))
     H = attn.num_heads
-    q, k = (p(h).data.reshape(1, 5, H, -1).transpose(0, 2, 1, 3)  # (1, H, T, D)
+    q, k = (p(h).numpy().reshape(1, 5, H, -1).transpose(0, 2, 1, 3)  # (1, H, T, D)
             for p in (attn.q_proj, attn.k_proj))
     s = q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1]) + np.triu(np.full((5, 5), -np.inf), 1)
     expected = np.exp(s - s.max(-1, keepdims=True))
@@ -103,12 +103,12 @@ def test_mha_records_match_need_weights(B, Tq, Tk, heads, fused, lengths):
         _, weights = mha(q, kv, kv, mask=mask, need_weights=True, average_attn_weights=False)
         mha(q, kv, kv, mask=mask)  # need_weights=False: still recorded
     assert len(maps) == 2 and maps[0].name == "MultiheadAttention"
-    np.testing.assert_array_equal(maps[0].weights, weights.data)
+    np.testing.assert_array_equal(maps[0].weights, weights.numpy())
     # need_weights=True runs the composed attention (differentiable weights), the call without it
     # the fused kernel: the same weights to rounding
-    np.testing.assert_allclose(maps[1].weights, weights.data, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(maps[1].weights, weights.numpy(), rtol=1e-12, atol=1e-15)
     assert maps[0].weights.shape == (B, heads, Tq, Tk)
-    assert np.all(maps[0].weights[~np.broadcast_to(mask.data, maps[0].weights.shape)] == 0)
+    assert np.all(maps[0].weights[~np.broadcast_to(mask.numpy(), maps[0].weights.shape)] == 0)
 
 
 def test_records_are_copies_and_dropout_is_not_in_them():
@@ -117,7 +117,7 @@ def test_records_are_copies_and_dropout_is_not_in_them():
     x = mg.randn(2, 5, 4)
     with nn.record_attention() as maps:
         _, weights = mha(x, x, x, need_weights=True, average_attn_weights=False)
-    weights.data[:] = 7.0
+    weights.numpy()[:] = 7.0
     np.testing.assert_allclose(maps[0].weights.sum(-1), 1.0, atol=1e-5)  # before dropout
 
 
@@ -134,10 +134,10 @@ def test_single_head_layers_record_b_tq_tk(make):
     with nn.record_attention() as maps:
         steps = [layer(q, k, v, mask=mask)[1] for _ in range(3)]  # a decoder: one query per step
     assert [r.call for r in maps] == [0, 1, 2]
-    np.testing.assert_array_equal(maps[0].weights, steps[0].data)
+    np.testing.assert_array_equal(maps[0].weights, steps[0].numpy())
     joined = maps.weights(type(layer).__name__)
     assert joined.shape == (2, 3, 4)  # (B, steps, Tk)
-    np.testing.assert_array_equal(joined, np.concatenate([s.data for s in steps], axis=1))
+    np.testing.assert_array_equal(joined, np.concatenate([s.numpy() for s in steps], axis=1))
     assert np.all(joined[1, :, 2:] == 0)
 
 

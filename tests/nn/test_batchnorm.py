@@ -91,7 +91,7 @@ def _kernel_and_twin(a: np.ndarray, w: np.ndarray, b: np.ndarray, dtype, g: np.n
         ts = [Tensor(v.astype(dt), requires_grad=True) for v in (a, w, b)]
         y = fn(*ts, eps=1e-5)
         y.backward(g.astype(dt))
-        out.append([y.data] + [t.grad for t in ts])
+        out.append([y.numpy()] + [t.grad for t in ts])
     return out
 
 
@@ -125,7 +125,7 @@ def test_constant_channels_give_zero_not_nan(dtype):
 
 def test_batch_norm_of_a_2d_input_uses_the_batch_axis():
     a = np.arange(12.0).reshape(4, 3) ** 1.5
-    out = F.batch_norm(mg.tensor(a), None, None, training=True).data
+    out = F.batch_norm(mg.tensor(a), None, None, training=True).numpy()
     np.testing.assert_allclose(out, (a - a.mean(0)) / np.sqrt(a.var(0) + 1e-5), rtol=1e-12)
 
 
@@ -138,11 +138,11 @@ def test_running_stats_follow_torchs_rule():
     a = rng.standard_normal((5, 3, 4))
     F.batch_norm(mg.tensor(a), mean, var, training=True, momentum=0.25)
     batch_mean, batch_var = per_channel(a)
-    np.testing.assert_allclose(mean.data, 0.25 * batch_mean, rtol=1e-12)
-    np.testing.assert_allclose(var.data, 0.75 + 0.25 * batch_var, rtol=1e-12)
-    before = mean.data.copy()
+    np.testing.assert_allclose(mean.numpy(), 0.25 * batch_mean, rtol=1e-12)
+    np.testing.assert_allclose(var.numpy(), 0.75 + 0.25 * batch_var, rtol=1e-12)
+    before = mean.numpy().copy()
     F.batch_norm(mg.tensor(a), mean, var, training=False)  # eval reads, never writes
-    np.testing.assert_array_equal(mean.data, before)
+    np.testing.assert_array_equal(mean.numpy(), before)
 
 
 def test_momentum_none_is_the_cumulative_average():
@@ -152,9 +152,9 @@ def test_momentum_none_is_the_cumulative_average():
     for a in batches:
         bn(mg.tensor(a))
     stats = [per_channel(a) for a in batches]
-    np.testing.assert_allclose(bn.running_mean.data, np.mean([m for m, _ in stats], axis=0), rtol=1e-12)
-    np.testing.assert_allclose(bn.running_var.data, np.mean([v for _, v in stats], axis=0), rtol=1e-12)
-    assert bn.num_batches_tracked.data == 3 and bn.num_batches_tracked.dtype == np.int64
+    np.testing.assert_allclose(bn.running_mean.numpy(), np.mean([m for m, _ in stats], axis=0), rtol=1e-12)
+    np.testing.assert_allclose(bn.running_var.numpy(), np.mean([v for _, v in stats], axis=0), rtol=1e-12)
+    assert bn.num_batches_tracked.numpy() == 3 and bn.num_batches_tracked.dtype == np.int64
 
 
 def test_running_stats_stay_out_of_the_graph():
@@ -170,27 +170,27 @@ def test_eval_uses_the_running_stats_and_no_tracking_uses_the_batch():
     rng = np.random.default_rng(0)
     a = rng.standard_normal((4, 3)).astype(np.float32) * 2 + 1
     bn = nn.BatchNorm1d(3).eval()
-    np.testing.assert_allclose(bn(mg.tensor(a)).data, a / np.sqrt(1 + 1e-5), rtol=1e-6)
-    assert bn.num_batches_tracked.data == 0
+    np.testing.assert_allclose(bn(mg.tensor(a)).numpy(), a / np.sqrt(1 + 1e-5), rtol=1e-6)
+    assert bn.num_batches_tracked.numpy() == 0
     free = nn.BatchNorm1d(3, track_running_stats=False).eval()
     mean, var = a.mean(0), a.var(0)
     expected = (a - mean) / np.sqrt(var + 1e-5)
-    np.testing.assert_allclose(free(mg.tensor(a)).data, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(free(mg.tensor(a)).numpy(), expected, rtol=1e-5, atol=1e-6)
     assert free.running_mean is None and free.num_batches_tracked is None
 
 
 def test_eval_accepts_one_value_per_channel():
     out = nn.BatchNorm2d(2).eval()(mg.ones(1, 2, 1, 1))
-    np.testing.assert_allclose(out.data, 1 / np.sqrt(1 + 1e-5), rtol=1e-6)
+    np.testing.assert_allclose(out.numpy(), 1 / np.sqrt(1 + 1e-5), rtol=1e-6)
 
 
 def test_empty_batch_leaves_the_running_stats_alone():
     bn = nn.BatchNorm1d(3)
     out = bn(mg.zeros(0, 3))
     assert out.shape == (0, 3)
-    np.testing.assert_array_equal(bn.running_mean.data, 0.0)
-    np.testing.assert_array_equal(bn.running_var.data, 1.0)
-    assert bn.num_batches_tracked.data == 1  # counted, as torch
+    np.testing.assert_array_equal(bn.running_mean.numpy(), 0.0)
+    np.testing.assert_array_equal(bn.running_var.numpy(), 1.0)
+    assert bn.num_batches_tracked.numpy() == 1  # counted, as torch
 
 
 # ----------------------------------------------------------------------------- state
@@ -223,9 +223,9 @@ def test_reset_running_stats():
     bn = nn.BatchNorm1d(2)
     bn(mg.randn(4, 2) * 3 + 1)
     bn.reset_running_stats()
-    np.testing.assert_array_equal(bn.running_mean.data, 0.0)
-    np.testing.assert_array_equal(bn.running_var.data, 1.0)
-    assert bn.num_batches_tracked.data == 0
+    np.testing.assert_array_equal(bn.running_mean.numpy(), 0.0)
+    np.testing.assert_array_equal(bn.running_var.numpy(), 1.0)
+    assert bn.num_batches_tracked.numpy() == 0
 
 
 # ----------------------------------------------------------------------------- errors
@@ -270,4 +270,4 @@ def test_failed_call_does_not_update_the_running_stats():
     bn = nn.BatchNorm1d(3)
     with pytest.raises(ValueError):
         bn(mg.zeros(1, 3))
-    np.testing.assert_array_equal(bn.running_mean.data, 0.0)
+    np.testing.assert_array_equal(bn.running_mean.numpy(), 0.0)

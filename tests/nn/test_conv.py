@@ -124,7 +124,7 @@ def test_conv2d_kernel_equals_the_definition(case, data):
         pads = (totals[0] // 2, totals[0] - totals[0] // 2, totals[1] // 2, totals[1] - totals[1] // 2)
     else:
         pads = (padding[0], padding[0], padding[1], padding[1])
-    np.testing.assert_allclose(y.data, reference_conv2d(x, w, b, stride, pads, dilation, groups),
+    np.testing.assert_allclose(y.numpy(), reference_conv2d(x, w, b, stride, pads, dilation, groups),
                                rtol=1e-12, atol=1e-12)
     if padding == "same":
         assert y.shape[2:] == x.shape[2:]
@@ -164,7 +164,7 @@ def test_unbatched_input_and_conv1d_match_conv2d_of_height_one():
     y2 = F.conv2d(mg.tensor(x[None, :, None]), mg.tensor(w[:, :, None]), mg.tensor(b), stride=(1, 2),
                   padding=(0, 1))
     assert y1.shape == (4, 4)
-    np.testing.assert_allclose(y1.data, y2.data[0, :, 0], rtol=1e-14)
+    np.testing.assert_allclose(y1.numpy(), y2.numpy()[0, :, 0], rtol=1e-14)
 
 
 def test_float32_stays_float32_and_no_grad_for_frozen_inputs():
@@ -181,7 +181,7 @@ def test_init_is_kaiming_uniform_with_the_bias_bound():
     conv = nn.Conv2d(4, 64, (3, 2), groups=2)
     fan_in = 2 * 3 * 2
     bound = 1 / math.sqrt(fan_in)  # kaiming_uniform_ with a = sqrt(5)
-    w, b = conv.weight.data, conv.bias.data
+    w, b = conv.weight.numpy(), conv.bias.numpy()
     assert w.shape == (64, 2, 3, 2) and b.shape == (64,) and w.dtype == np.float32
     assert np.abs(w).max() <= bound and np.abs(w).max() > 0.95 * bound
     assert np.abs(b).max() <= bound and np.abs(b).max() > 0.8 * bound

@@ -43,7 +43,7 @@ def _both(fn_mg, fn_torch, x, t, kw, weight):
     b = torch.tensor(x, requires_grad=True)
     want = fn_torch(b, torch.tensor(t), weight=None if weight is None else torch.tensor(weight), **kw)
     want.backward(torch.from_numpy(np.asarray(g)))
-    return (out.data, a.grad), (want.detach().numpy(), b.grad.numpy())
+    return (out.numpy(), a.grad), (want.detach().numpy(), b.grad.numpy())
 
 
 @given(layouts())

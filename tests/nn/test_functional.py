@@ -27,7 +27,7 @@ def linear_cases(draw):
 @given(linear_cases())
 def test_linear(case):
     x, w, b = case
-    y = F.linear(Tensor(x), Tensor(w), None if b is None else Tensor(b)).data
+    y = F.linear(Tensor(x), Tensor(w), None if b is None else Tensor(b)).numpy()
     np.testing.assert_allclose(y, x @ w.T + (0 if b is None else b), atol=1e-12)
     args = [a for a in (x, w, b) if a is not None]
     assert gradcheck(lambda *t: F.linear(*t), args)
@@ -52,7 +52,7 @@ def test_activations(fn, ref, domain, data):
     domain = dict(domain)
     shape = data.draw(shapes(min_dims=domain.pop("min_dims", 0)))
     x = data.draw(arrays(shape, **domain))
-    np.testing.assert_allclose(fn(Tensor(x)).data, ref(x), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(fn(Tensor(x)).numpy(), ref(x), rtol=1e-12, atol=1e-14)
     assert gradcheck(fn, [x])
 
 
@@ -75,8 +75,8 @@ def test_nll_loss_of_log_softmax_is_cross_entropy(data):
     t = np.array(t, dtype=np.int64).reshape(x.shape[:-1])
     for reduction in ("mean", "sum", "none"):
         logp = _classes_on_dim_1(Tensor(x).log_softmax())
-        a = F.nll_loss(logp, t, ignore_index=-1, reduction=reduction).data
-        b = F.cross_entropy(_classes_on_dim_1(Tensor(x)), t, ignore_index=-1, reduction=reduction).data
+        a = F.nll_loss(logp, t, ignore_index=-1, reduction=reduction).numpy()
+        b = F.cross_entropy(_classes_on_dim_1(Tensor(x)), t, ignore_index=-1, reduction=reduction).numpy()
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     assert gradcheck(lambda lp: F.nll_loss(_classes_on_dim_1(lp), t, ignore_index=-1), [x])
 
@@ -90,7 +90,7 @@ def test_nll_loss_of_log_softmax_is_cross_entropy(data):
 def test_mse_loss(reduction, ref, data):
     shape = data.draw(shapes())
     x, y = data.draw(arrays(shape)), data.draw(arrays(shape))
-    np.testing.assert_allclose(F.mse_loss(Tensor(x), y, reduction=reduction).data, ref(x - y), atol=1e-12)
+    np.testing.assert_allclose(F.mse_loss(Tensor(x), y, reduction=reduction).numpy(), ref(x - y), atol=1e-12)
     assert gradcheck(lambda a, b: F.mse_loss(a, b, reduction=reduction), [x, y])
 
 
@@ -103,7 +103,7 @@ def test_target_as_tensor_or_list():
 
 @given(x=well_conditioned(shapes(min_dims=1)))
 def test_dropout_zeroes_or_scales(x):
-    y = F.dropout(Tensor(x), p=0.25).data
+    y = F.dropout(Tensor(x), p=0.25).numpy()
     kept = y != 0
     np.testing.assert_allclose(y[kept], x[kept] / 0.75, rtol=1e-15)
 
@@ -117,11 +117,11 @@ def test_dropout_identity_cases():
 def test_scaled_dot_product_attention_is_exported():
     rng = np.random.default_rng(0)
     q, k, v = (Tensor(rng.standard_normal((2, 3, 4))) for _ in range(3))
-    out = F.scaled_dot_product_attention(q, k, v).data
-    s = q.data @ k.data.transpose(0, 2, 1) / 2.0
+    out = F.scaled_dot_product_attention(q, k, v).numpy()
+    s = q.numpy() @ k.numpy().transpose(0, 2, 1) / 2.0
     a = np.exp(s - s.max(-1, keepdims=True))
     a /= a.sum(-1, keepdims=True)
-    np.testing.assert_allclose(out, a @ v.data, atol=1e-12)
+    np.testing.assert_allclose(out, a @ v.numpy(), atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- errors

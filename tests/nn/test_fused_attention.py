@@ -68,7 +68,7 @@ def test_dropout_matches_reference_after_same_seed():
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
     mg.manual_seed(4)
     other = sdpa(*(mg.tensor(a) for a in (q, k, v)), is_causal=True, dropout_p=0.5)
-    assert not np.allclose(other.data, fused)  # a different seed drops other weights
+    assert not np.allclose(other.numpy(), fused)  # a different seed drops other weights
 
 
 @pytest.mark.parametrize(
@@ -80,9 +80,9 @@ def test_dropout_extremes(p, expected):
     q, k, v = mg.randn(2, 3, 4), mg.randn(2, 5, 4), mg.randn(2, 5, 2)
     out = sdpa(q, k, v, dropout_p=p)
     if expected == "all":
-        np.testing.assert_allclose(out.data, sdpa(q, k, v).data)
+        np.testing.assert_allclose(out.numpy(), sdpa(q, k, v).numpy())
     else:
-        assert np.all(out.data == 0)
+        assert np.all(out.numpy() == 0)
 
 
 def test_dropout_keeps_expected_fraction_and_rescales():
@@ -90,9 +90,9 @@ def test_dropout_keeps_expected_fraction_and_rescales():
     q, k = mg.zeros(1, 200, 4), mg.zeros(1, 200, 4)  # uniform weights 1/200
     v = mg.ones(1, 200, 1)
     out = sdpa(q, k, v, dropout_p=0.25)  # each output = (kept count / 200) / 0.75
-    kept = out.data * 0.75 * 200
+    kept = out.numpy() * 0.75 * 200
     np.testing.assert_allclose(kept, np.round(kept), atol=1e-3)
-    assert abs(out.data.mean() - 1.0) < 0.02
+    assert abs(out.numpy().mean() - 1.0) < 0.02
 
 
 def test_lecture_worked_example():
@@ -101,8 +101,8 @@ def test_lecture_worked_example():
     v = mg.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=mg.float64)
     for fn in (sdpa, attention_reference):
         out, weights = fn(q, k, v, need_weights=True)
-        np.testing.assert_array_equal(np.round(weights.data, 2), [[0.67, 0.16, 0.16]])
-        np.testing.assert_array_equal(np.round(out.data, 3), [[0.836, 0.327]])
+        np.testing.assert_array_equal(np.round(weights.numpy(), 2), [[0.67, 0.16, 0.16]])
+        np.testing.assert_array_equal(np.round(out.numpy(), 3), [[0.836, 0.327]])
 
 
 def test_masked_keys_get_exactly_zero_weight_and_rows_sum_to_one():
@@ -113,8 +113,8 @@ def test_masked_keys_get_exactly_zero_weight_and_rows_sum_to_one():
     mask[..., 0] = True  # every row keeps a key
     out, w = sdpa(q, k, v, mask=mg.tensor(mask), need_weights=True)
     assert w.shape == (2, 3, 4, 6) and out.shape == (2, 3, 4, 5)
-    assert np.all(w.data[~np.broadcast_to(mask, w.shape)] == 0)
-    np.testing.assert_allclose(w.data.sum(-1), 1, rtol=1e-6)
+    assert np.all(w.numpy()[~np.broadcast_to(mask, w.shape)] == 0)
+    np.testing.assert_allclose(w.numpy().sum(-1), 1, rtol=1e-6)
     assert not w.requires_grad  # the fused path returns detached weights
 
 
@@ -128,8 +128,8 @@ def test_fully_masked_rows_give_zeros_and_zero_gradient():
             t.grad = None
         out, w = fn(*ts, mask=mask, need_weights=True)
         out.backward(np.ones(out.shape))
-        assert np.all(np.isfinite(out.data)) and np.all(out.data[:, 1] == 0)
-        assert np.all(w.data[:, 1] == 0)
+        assert np.all(np.isfinite(out.numpy())) and np.all(out.numpy()[:, 1] == 0)
+        assert np.all(w.numpy()[:, 1] == 0)
         assert np.all(ts[0].grad[:, 1] == 0)  # that query gets no gradient
         assert all(np.all(np.isfinite(t.grad)) for t in ts)
 
@@ -143,7 +143,7 @@ def test_huge_logits_are_stable(dtype):
     v = mg.tensor(np.arange(6, dtype=dtype).reshape(3, 2), requires_grad=True)
     out, w = sdpa(q, k, v, scale=1.0, need_weights=True)  # scores up to 1e4
     assert out.dtype == dtype
-    np.testing.assert_allclose(w.data, [[1, 0, 0], [0.5, 0.5, 0]], atol=1e-6)
+    np.testing.assert_allclose(w.numpy(), [[1, 0, 0], [0.5, 0.5, 0]], atol=1e-6)
     out.backward(np.ones(out.shape, dtype=dtype))
     assert all(np.all(np.isfinite(t.grad)) for t in (q, k, v))
 
@@ -175,12 +175,12 @@ def test_one_query_against_many_keys(dtype, spread):
 def test_causal_property_later_tokens_do_not_change_earlier_outputs():
     rng = np.random.default_rng(6)
     q, k, v = (rng.standard_normal((2, 5, 3)) for _ in range(3))
-    base = sdpa(mg.tensor(q), mg.tensor(k), mg.tensor(v), is_causal=True).data
+    base = sdpa(mg.tensor(q), mg.tensor(k), mg.tensor(v), is_causal=True).numpy()
     for t in range(5):
         k2, v2 = k.copy(), v.copy()
         k2[:, t + 1:] += 10 * rng.standard_normal(k2[:, t + 1:].shape)
         v2[:, t + 1:] += 10 * rng.standard_normal(v2[:, t + 1:].shape)
-        out = sdpa(mg.tensor(q), mg.tensor(k2), mg.tensor(v2), is_causal=True).data
+        out = sdpa(mg.tensor(q), mg.tensor(k2), mg.tensor(v2), is_causal=True).numpy()
         np.testing.assert_allclose(out[:, : t + 1], base[:, : t + 1], rtol=1e-12)
 
 
@@ -190,9 +190,9 @@ def test_is_causal_is_top_left_tril(tq, tk):
     mg.manual_seed(23)
     q, k, v = mg.randn(tq, 3), mg.randn(tk, 3), mg.randn(tk, 2)
     _, w = sdpa(q, k, v, is_causal=True, need_weights=True)
-    np.testing.assert_array_equal(w.data > 0, np.tril(np.ones((tq, tk), dtype=bool)))
+    np.testing.assert_array_equal(w.numpy() > 0, np.tril(np.ones((tq, tk), dtype=bool)))
     explicit = sdpa(q, k, v, mask=np.tril(np.ones((tq, tk), dtype=bool)))
-    np.testing.assert_allclose(sdpa(q, k, v, is_causal=True).data, explicit.data)
+    np.testing.assert_allclose(sdpa(q, k, v, is_causal=True).numpy(), explicit.numpy())
 
 
 def test_float_mask_is_added_and_neg_inf_masks():
@@ -200,10 +200,10 @@ def test_float_mask_is_added_and_neg_inf_masks():
     q, k, v = mg.randn(2, 3), mg.randn(4, 3), mg.randn(4, 2)
     bias = np.array([0.0, -np.inf, 1.5, 0.0], dtype=np.float32)
     _, w = sdpa(q, k, v, mask=bias, need_weights=True)
-    scores = q.data @ k.data.T / np.sqrt(3) + bias
+    scores = q.numpy() @ k.numpy().T / np.sqrt(3) + bias
     expected = np.exp(scores - scores.max(-1, keepdims=True))
-    np.testing.assert_allclose(w.data, expected / expected.sum(-1, keepdims=True), rtol=1e-5)
-    assert np.all(w.data[:, 1] == 0)
+    np.testing.assert_allclose(w.numpy(), expected / expected.sum(-1, keepdims=True), rtol=1e-5)
+    assert np.all(w.numpy()[:, 1] == 0)
 
 
 @pytest.mark.parametrize(
@@ -257,8 +257,8 @@ def test_a_score_far_above_the_first_gives_the_softmax_not_inf(dtype, how):
     ref_ts = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]
     ref = attention_reference(*ref_ts, **kw)
     ref.backward(np.ones(ref.shape, dtype))
-    np.testing.assert_allclose(out.data[..., -1, :], [[1000.0]], rtol=1e-6)
-    np.testing.assert_allclose(out.data, ref.data, rtol=1e-6)
+    np.testing.assert_allclose(out.numpy()[..., -1, :], [[1000.0]], rtol=1e-6)
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-6)
     for t, r in zip(ts, ref_ts):
         assert np.isfinite(t.grad).all()
         np.testing.assert_allclose(t.grad, r.grad, rtol=1e-5, atol=1e-6)
@@ -272,22 +272,22 @@ def test_multihead_attention_at_a_large_score_gap_is_finite(dtype):
     mg.manual_seed(0)
     mha = nn.MultiheadAttention(2, 1)
     for p in mha.parameters():
-        p.data = p.data.astype(dtype)
+        p.data = p.numpy().astype(dtype)
     x = np.zeros((1, 3, 2), dtype)
     x[0, :, 0] = [0.0, 1.0, 1000.0]  # values grow with the scores
     gap = 85.0 if dtype == np.float32 else 705.0
     for p in mha.parameters():
-        p.data[...] = 0
-    mha.q_proj.weight.data[0, 1] = gap * np.sqrt(2)  # q = gap sqrt(2) from feature 1 (= 1); scale 1/sqrt(2)
-    mha.k_proj.weight.data[0, 0] = 1 / 1000  # k_j = x_j0 / 1000: scores 0, gap / 1000, gap
-    mha.v_proj.weight.data[0, 0] = 1.0  # v_j = x_j0: 0, 1, 1000
-    mha.out_proj.weight.data[...] = np.eye(2, dtype=dtype)
+        p.numpy()[...] = 0
+    mha.q_proj.weight.numpy()[0, 1] = gap * np.sqrt(2)  # q = gap sqrt(2) from feature 1; scale 1/sqrt(2)
+    mha.k_proj.weight.numpy()[0, 0] = 1 / 1000  # k_j = x_j0 / 1000: scores 0, gap / 1000, gap
+    mha.v_proj.weight.numpy()[0, 0] = 1.0  # v_j = x_j0: 0, 1, 1000
+    mha.out_proj.weight.numpy()[...] = np.eye(2, dtype=dtype)
     x[0, :, 1] = 1.0
     xt = mg.tensor(x, requires_grad=True)
     out = mha(xt, xt, xt)
     out = out[0] if isinstance(out, tuple) else out
     out.backward(np.ones(out.shape, dtype))
-    np.testing.assert_allclose(out.data[0, :, 0], 1000.0, rtol=1e-6)  # every query: all on key 2
+    np.testing.assert_allclose(out.numpy()[0, :, 0], 1000.0, rtol=1e-6)  # every query: all on key 2
     assert np.isfinite(xt.grad).all()
     assert all(np.isfinite(p.grad).all() for p in mha.parameters())
 
@@ -302,7 +302,7 @@ def test_attention_over_zero_keys_gives_zeros_and_zero_gradients(fn, causal):
     q = mg.tensor(np.random.default_rng(0).standard_normal((2, 3, 4)), requires_grad=True)
     k, v = (mg.tensor(np.zeros((2, 0, f)), requires_grad=True) for f in (4, 5))
     out = fn(q, k, v, is_causal=causal)
-    assert out.shape == (2, 3, 5) and np.all(out.data == 0)
+    assert out.shape == (2, 3, 5) and np.all(out.numpy() == 0)
     out.backward(np.ones(out.shape))
     assert q.grad.shape == (2, 3, 4) and np.all(q.grad == 0)
     assert k.grad.shape == (2, 0, 4) and v.grad.shape == (2, 0, 5)
@@ -315,7 +315,7 @@ def test_attention_with_zero_features_is_the_mean_of_the_values(fn):
     q, k = (mg.tensor(np.zeros((2, t, 0)), requires_grad=True) for t in (3, 4))
     v = mg.tensor(v0, requires_grad=True)
     out = fn(q, k, v)
-    np.testing.assert_allclose(out.data, np.broadcast_to(v0.mean(1, keepdims=True), (2, 3, 5)), rtol=1e-12)
+    np.testing.assert_allclose(out.numpy(), np.broadcast_to(v0.mean(1, keepdims=True), (2, 3, 5)), rtol=1e-12)
     out.backward(np.ones(out.shape))
     assert q.grad.shape == (2, 3, 0) and k.grad.shape == (2, 4, 0)
     np.testing.assert_allclose(v.grad, np.full((2, 4, 5), 3 / 4))
@@ -327,7 +327,7 @@ def test_zero_features_match_torch():
     want = torch.nn.functional.scaled_dot_product_attention(
         torch.zeros(1, 2, 0, dtype=torch.float64), torch.zeros(1, 4, 0, dtype=torch.float64),
         torch.tensor(v0)).numpy()
-    got = sdpa(mg.tensor(np.zeros((1, 2, 0))), mg.tensor(np.zeros((1, 4, 0))), mg.tensor(v0)).data
+    got = sdpa(mg.tensor(np.zeros((1, 2, 0))), mg.tensor(np.zeros((1, 4, 0))), mg.tensor(v0)).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 

@@ -109,7 +109,7 @@ def _grads(fn, arrays, g):
     ts = [Tensor(a, requires_grad=True) for a in arrays]
     out = fn(*ts)
     out.backward(g)
-    return [out.data] + [t.grad for t in ts]
+    return [out.numpy()] + [t.grad for t in ts]
 
 
 def _sizes(q, k, v, g):
@@ -199,7 +199,7 @@ def logit_rows(draw, allow_masked=True):
 
 def _row_max(x: Tensor) -> Tensor:
     """The rows' max as a constant (softmax does not depend on the reference subtracted)."""
-    return Tensor(np.max(x.data, axis=-1, keepdims=True))
+    return Tensor(np.max(x.numpy(), axis=-1, keepdims=True))
 
 
 def softmax_reference(x: Tensor) -> Tensor:

@@ -77,7 +77,7 @@ def run(fn, arrays_in, g=None, seed=0):
     if g is None:
         g = np.random.default_rng(seed).standard_normal(out.shape)
     out.backward(g)
-    return out.data, [x.grad for x in xs]
+    return out.numpy(), [x.grad for x in xs]
 
 
 def assert_same(fused, twin, fused_args, g_seed=0, tol=1e-10):
@@ -153,7 +153,7 @@ def test_cross_entropy_gradcheck(case):
 def test_cross_entropy_huge_logits(dtype):
     x = Tensor(np.array([[1e4, 0, -1e4], [1e4, 0, -1e4]], dtype=dtype), requires_grad=True)
     loss = F.cross_entropy(x, np.array([0, 1]), reduction="none")
-    np.testing.assert_allclose(loss.data, [0.0, 1e4])
+    np.testing.assert_allclose(loss.numpy(), [0.0, 1e4])
     loss.backward(np.ones(2, dtype=dtype))
     np.testing.assert_allclose(x.grad, [[0, 0, 0], [1, -1, 0]], atol=1e-6)
     assert loss.dtype == dtype and x.grad.dtype == dtype
@@ -163,7 +163,7 @@ def test_cross_entropy_huge_logits(dtype):
 def test_cross_entropy_all_ignored(reduction):
     x = Tensor(np.random.default_rng(1).standard_normal((2, 3, 4)), requires_grad=True)
     loss = F.cross_entropy(x.movedim(-1, 1), np.full((2, 3), -100), reduction=reduction, label_smoothing=0.1)
-    assert not np.isnan(loss.data).any() and np.all(loss.data == 0.0)
+    assert not np.isnan(loss.numpy()).any() and np.all(loss.numpy() == 0.0)
     loss.backward(np.ones(loss.shape))
     assert np.all(x.grad == 0)
 
@@ -172,7 +172,7 @@ def test_cross_entropy_mean_counts_only_kept_rows():
     rng = np.random.default_rng(2)
     x = rng.standard_normal((5, 3))
     t = np.array([2, -100, 0, -100, 1])
-    per_row = F.cross_entropy(Tensor(x), t, reduction="none").data
+    per_row = F.cross_entropy(Tensor(x), t, reduction="none").numpy()
     mean = F.cross_entropy(Tensor(x), t).item()
     assert per_row[1] == 0 and per_row[3] == 0
     kept = F.cross_entropy(Tensor(x[[0, 2, 4]]), t[[0, 2, 4]]).item()
@@ -202,7 +202,7 @@ def test_cross_entropy_backward_twice_with_retain_graph(smoothing):
     x = Tensor(rng.standard_normal((4, 5)).astype(np.float32), requires_grad=True)
     loss = F.cross_entropy(x, np.array([0, 4, 2, -100]), label_smoothing=smoothing)
     loss.backward(retain_graph=True)
-    first = x.grad.copy()
+    first = x.grad.numpy().copy()
     loss.backward()
     np.testing.assert_allclose(x.grad, 2 * first, rtol=1e-6)
     assert x.grad.dtype == np.float32 and not x.grad[3].any()  # the ignored row
@@ -249,8 +249,8 @@ def test_layer_norm_bias_without_weight():
     x = np.random.default_rng(3).standard_normal((2, 3))
     b = np.array([1.0, -1.0, 0.5])
     assert gradcheck(lambda a, c: F.layer_norm(a, 3, bias=c), [x, b])
-    np.testing.assert_allclose(F.layer_norm(Tensor(x), 3, bias=Tensor(b)).data,
-                               layer_norm_twin(Tensor(x), 1, bias=Tensor(b)).data, atol=1e-12)
+    np.testing.assert_allclose(F.layer_norm(Tensor(x), 3, bias=Tensor(b)).numpy(),
+                               layer_norm_twin(Tensor(x), 1, bias=Tensor(b)).numpy(), atol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", [pytest.param(np.float32, id="f32"), pytest.param(np.float64, id="f64")])
@@ -259,13 +259,13 @@ def test_layer_norm_constant_rows_are_stable(dtype):
     w = Tensor(np.arange(1, 5, dtype=dtype), requires_grad=True)
     b = Tensor(np.array([0.5, -1, 2, 0], dtype=dtype), requires_grad=True)
     y = F.layer_norm(x, 4, w, b)
-    np.testing.assert_array_equal(y.data, np.broadcast_to(b.data, (2, 4)))
+    np.testing.assert_array_equal(y.numpy(), np.broadcast_to(b.numpy(), (2, 4)))
     g = np.random.default_rng(0).standard_normal((2, 4)).astype(dtype)
     y.backward(g)
     for grad in (x.grad, w.grad, b.grad):
         assert np.isfinite(grad).all()
     np.testing.assert_array_equal(w.grad, 0)  # x_hat = 0
-    gx = g * w.data  # dx = (gx - mean(gx)) / sqrt(eps) when x_hat = 0
+    gx = g * w.numpy()  # dx = (gx - mean(gx)) / sqrt(eps) when x_hat = 0
     np.testing.assert_allclose(x.grad, (gx - gx.mean(-1, keepdims=True)) / np.sqrt(dtype(1e-5)), rtol=1e-5)
 
 
@@ -284,7 +284,7 @@ def test_layer_norm_of_float32_rows_past_sqrt_max_is_right(size):
         ts = [Tensor(a.astype(dtype), requires_grad=True) for a in (x, w)]
         y = F.layer_norm(ts[0], 5, ts[1])
         y.backward(g.astype(dtype))
-        out[dtype] = [y.data, ts[0].grad, ts[1].grad]
+        out[dtype] = [y.numpy(), ts[0].grad, ts[1].grad]
     for got, want in zip(out[np.float32][:2], out[np.float64][:2]):
         assert np.isfinite(got).all()
         np.testing.assert_allclose(got[rows], want[rows], rtol=1e-4, atol=1e-5 * np.abs(want[rows]).max())
@@ -304,7 +304,7 @@ def test_gelu_tanh_gradient_at_huge_inputs_is_its_limit(dtype):
     x = Tensor(np.array([big, -big, 1e20, -1e20, 2.0], dtype), requires_grad=True)
     y = F.gelu(x, approximate="tanh")
     y.backward(np.ones(5, dtype))
-    np.testing.assert_array_equal(y.data[:4], np.array([big, 0, 1e20, 0], dtype))
+    np.testing.assert_array_equal(y.numpy()[:4], np.array([big, 0, 1e20, 0], dtype))
     np.testing.assert_array_equal(x.grad[:4], [1, 0, 1, 0])
     t = math.tanh(math.sqrt(2 / math.pi) * (2 + 0.044715 * 8))
     slope = 0.5 * (1 + t) + (1 - t * t) * math.sqrt(2 / math.pi) * (1 + 3 * 0.044715 * 4)
@@ -313,7 +313,7 @@ def test_gelu_tanh_gradient_at_huge_inputs_is_its_limit(dtype):
 
 def test_layer_norm_normalizes():
     x = np.random.default_rng(4).normal(3.0, 5.0, (3, 2, 50))
-    y = F.layer_norm(Tensor(x), (2, 50)).data
+    y = F.layer_norm(Tensor(x), (2, 50)).numpy()
     np.testing.assert_allclose(y.mean(axis=(1, 2)), 0, atol=1e-12)
     np.testing.assert_allclose(y.var(axis=(1, 2)), 1, atol=1e-4)
 
@@ -343,7 +343,7 @@ def test_layer_norm_float32_at_model_size_is_close_to_float64():
         y = fn(*ts)
         y.backward(g.astype(dtype))
         assert y.dtype == dtype and all(t.grad.dtype == dtype for t in ts)
-        out[dtype] = [y.data] + [t.grad for t in ts]
+        out[dtype] = [y.numpy()] + [t.grad for t in ts]
     for got, want, tol in zip(out[np.float32], out[np.float64], (1e-5, 1e-4, 1e-3, 1e-3)):
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
 
@@ -398,8 +398,8 @@ def test_gelu_gradcheck(approximate, x):
 
 def test_gelu_forms_agree_and_keep_float32():
     x = np.linspace(-8, 8, 1601)
-    exact = F.gelu(Tensor(x)).data
-    approx = F.gelu(Tensor(x), approximate="tanh").data
+    exact = F.gelu(Tensor(x)).numpy()
+    approx = F.gelu(Tensor(x), approximate="tanh").numpy()
     assert np.abs(exact - approx).max() < 1e-3
     assert exact[0] == pytest.approx(-8 * 0.5 * math.erfc(8 / math.sqrt(2)), abs=1e-15)
     x32 = Tensor(x.astype(np.float32), requires_grad=True)
@@ -428,10 +428,10 @@ def test_dropout_gradcheck(x):
 
 def test_dropout_mask_from_the_global_generator():
     mg.manual_seed(11)
-    a = F.dropout(Tensor(np.ones(50)), 0.5).data
+    a = F.dropout(Tensor(np.ones(50)), 0.5).numpy()
     mg.manual_seed(11)
-    b = F.dropout(Tensor(np.ones(50)), 0.5).data
-    c = F.dropout(Tensor(np.ones(50)), 0.5).data
+    b = F.dropout(Tensor(np.ones(50)), 0.5).numpy()
+    c = F.dropout(Tensor(np.ones(50)), 0.5).numpy()
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(b, c)
     assert set(np.unique(a)) <= {0.0, 2.0}
@@ -465,7 +465,7 @@ def test_embedding_backward_accumulates_repeats_and_skips_padding():
     w = Tensor(np.arange(12.0).reshape(4, 3), requires_grad=True)
     idx = np.array([[1, 1, 0], [3, 1, 0]])
     y = F.embedding(idx, w, padding_idx=0)
-    np.testing.assert_array_equal(y.data, w.data[idx])
+    np.testing.assert_array_equal(y.numpy(), w.numpy()[idx])
     g = np.arange(18.0).reshape(2, 3, 3)
     y.backward(g)
     np.testing.assert_array_equal(w.grad[1], g[0, 0] + g[0, 1] + g[1, 1])
@@ -530,6 +530,6 @@ def test_float32_erf_fast_path_is_within_float32_resolution():
     assert np.isnan(special[0]) and special[1] == 1 and special[2] == -1
     # the exact GELU uses it for float32 inputs and stays close to the float64 reference
     x32 = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
-    fast = F.gelu(Tensor(x32)).data
-    ref = F.gelu(Tensor(x32.astype(np.float64))).data
+    fast = F.gelu(Tensor(x32)).numpy()
+    ref = F.gelu(Tensor(x32.astype(np.float64))).numpy()
     assert fast.dtype == np.float32 and np.abs(fast - ref).max() < 2e-6

@@ -114,12 +114,12 @@ def test_mlp_gradcheck_through_every_parameter():
     mlp(x).backward(g)
     for name, p in mlp.named_parameters():  # central differences, one element of each
         idx = (0,) * p.ndim
-        orig = p.data[idx]
-        p.data[idx] = orig + 1e-6
-        up = (mlp(x).data * g).sum()
-        p.data[idx] = orig - 1e-6
-        down = (mlp(x).data * g).sum()
-        p.data[idx] = orig
+        orig = p.numpy()[idx]
+        p.numpy()[idx] = orig + 1e-6
+        up = (mlp(x).numpy() * g).sum()
+        p.numpy()[idx] = orig - 1e-6
+        down = (mlp(x).numpy() * g).sum()
+        p.numpy()[idx] = orig
         assert p.grad[idx] == pytest.approx((up - down) / 2e-6, rel=1e-5, abs=1e-8), name
 
 
@@ -132,9 +132,9 @@ def test_linear_init_is_pytorchs():
     bound = 1 / math.sqrt(400)
     for p in (layer.weight, layer.bias):
         assert p.dtype == np.float32 and p.requires_grad
-        assert np.abs(p.data).max() <= bound
-    assert layer.weight.data.std() == pytest.approx(bound / math.sqrt(3), rel=0.01)
-    assert np.abs(layer.bias.data).max() > 0.9 * bound
+        assert np.abs(p.numpy()).max() <= bound
+    assert layer.weight.numpy().std() == pytest.approx(bound / math.sqrt(3), rel=0.01)
+    assert np.abs(layer.bias.numpy()).max() > 0.9 * bound
     assert nn.Linear(3, 2, bias=False).bias is None
     assert nn.Linear(0, 2).weight.shape == (2, 0)
 
@@ -143,8 +143,8 @@ def test_embedding_init_and_padding():
     mg.manual_seed(0)
     layer = nn.Embedding(500, 64, padding_idx=-1)
     assert layer.padding_idx == 499
-    assert np.all(layer.weight.data[499] == 0)
-    w = layer.weight.data[:499]
+    assert np.all(layer.weight.numpy()[499] == 0)
+    w = layer.weight.numpy()[:499]
     assert abs(w.mean()) < 0.01 and w.std() == pytest.approx(1.0, rel=0.01)
 
 
@@ -153,7 +153,7 @@ def test_embedding_padding_gets_no_gradient_and_repeats_accumulate():
     idx = mg.tensor([[0, 2, 2], [2, 4, 0]], dtype=mg.int64)
     out = layer(idx)
     assert out.shape == (2, 3, 2)
-    np.testing.assert_array_equal(out.data[0, 0], 0)
+    np.testing.assert_array_equal(out.numpy()[0, 0], 0)
     g = np.arange(12, dtype=np.float32).reshape(2, 3, 2)
     out.backward(g)
     np.testing.assert_array_equal(layer.weight.grad[2], g[0, 1] + g[0, 2] + g[1, 0])
@@ -171,13 +171,13 @@ def test_embedding_errors():
 
 def test_layer_norm_init_and_options():
     layer = nn.LayerNorm((2, 3))
-    np.testing.assert_array_equal(layer.weight.data, np.ones((2, 3)))
-    np.testing.assert_array_equal(layer.bias.data, np.zeros((2, 3)))
+    np.testing.assert_array_equal(layer.weight.numpy(), np.ones((2, 3)))
+    np.testing.assert_array_equal(layer.bias.numpy(), np.zeros((2, 3)))
     assert layer.eps == 1e-5 and layer.normalized_shape == (2, 3)
     assert nn.LayerNorm(3, bias=False).bias is None
     plain = nn.LayerNorm(3, elementwise_affine=False)
     assert plain.weight is None and plain.num_parameters() == 0
-    y = plain(Tensor(np.array([[1.0, 2.0, 3.0]]))).data
+    y = plain(Tensor(np.array([[1.0, 2.0, 3.0]]))).numpy()
     np.testing.assert_allclose(y, [[-1.2247357, 0.0, 1.2247357]], rtol=1e-6)
 
 
@@ -185,18 +185,18 @@ def test_dropout_train_and_eval():
     layer = nn.Dropout(0.3)
     x = Tensor(np.random.default_rng(0).uniform(1, 2, (200, 500)).astype(np.float32), requires_grad=True)
     y = layer(x)
-    mask = y.data != 0
-    np.testing.assert_allclose(y.data, x.data * mask / np.float32(0.7), rtol=1e-6)  # inverted scaling
+    mask = y.numpy() != 0
+    np.testing.assert_allclose(y.numpy(), x.numpy() * mask / np.float32(0.7), rtol=1e-6)  # inverted scaling
     assert mask.mean() == pytest.approx(0.7, abs=0.01)
     ones = layer(Tensor(np.ones((200, 500), dtype=np.float32)))
-    assert ones.data.mean() == pytest.approx(1.0, abs=0.01)  # the mean is preserved
+    assert ones.numpy().mean() == pytest.approx(1.0, abs=0.01)  # the mean is preserved
     g = np.random.default_rng(1).standard_normal(x.shape).astype(np.float32)
     y.backward(g)
     np.testing.assert_allclose(x.grad, g * mask / np.float32(0.7), rtol=1e-6)
     layer.eval()
     assert layer(x) is x
     layer.train()
-    assert not np.array_equal(layer(x).data, x.data)
+    assert not np.array_equal(layer(x).numpy(), x.numpy())
 
 
 def test_dropout_rejects_bad_p():
@@ -286,14 +286,14 @@ INITS = [  # (function, kwargs, expected std, bound or None)
 def test_init_statistics_in_place(fn, kwargs, std, bound, dtype):
     mg.manual_seed(0)
     t = Tensor(np.zeros(SHAPE, dtype=dtype), requires_grad=True)
-    array = t.data
+    array = t.numpy()
     assert fn(t, **kwargs) is t
-    assert t.data is array and t.dtype == dtype  # in place, dtype kept
-    assert t.data.std() == pytest.approx(std, rel=0.02)
+    assert t.numpy() is array and t.dtype == dtype  # in place, dtype kept
+    assert t.numpy().std() == pytest.approx(std, rel=0.02)
     if bound is not None:
         lo, hi = bound if isinstance(bound, tuple) else (-bound, bound)
-        assert lo <= t.data.min() and t.data.max() <= hi
-        assert t.data.max() > hi - 0.01 * (hi - lo)
+        assert lo <= t.numpy().min() and t.numpy().max() <= hi
+        assert t.numpy().max() > hi - 0.01 * (hi - lo)
 
 
 def test_init_repeats_under_manual_seed():
@@ -302,9 +302,9 @@ def test_init_repeats_under_manual_seed():
     init.xavier_normal_(a)
     mg.manual_seed(42)
     init.xavier_normal_(b)
-    np.testing.assert_array_equal(a.data, b.data)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
     init.zeros_(a)
     init.ones_(b)
-    assert np.all(a.data == 0) and np.all(b.data == 1)
+    assert np.all(a.numpy() == 0) and np.all(b.numpy() == 1)
     init.constant_(a, 0.5)
-    assert np.all(a.data == 0.5)
+    assert np.all(a.numpy() == 0.5)

@@ -43,7 +43,7 @@ def run(fn, arrays_, grads=None, lib="mg"):
     g = np.random.default_rng(0).standard_normal(tuple(out.shape)).astype(arrays_[0].dtype)
     if lib == "mg":
         out.backward(mg.tensor(g))
-        return out.data, str(out.dtype), [t.grad for t in ins if t.requires_grad]
+        return out.numpy(), str(out.dtype), [t.grad for t in ins if t.requires_grad]
     out.backward(torch.from_numpy(g))
     return (out.detach().numpy(), str(out.dtype).removeprefix("torch."),
             [t.grad.numpy() for t in ins if t.requires_grad])
@@ -220,8 +220,8 @@ def test_binary_cross_entropy_at_and_next_to_0_and_1(dtype):
     with np.errstate(divide="ignore"):
         ref = -(y * np.maximum(np.log(p.astype(np.float64)), -100)
                 + (1 - y) * np.maximum(np.log1p(-p.astype(np.float64)), -100))
-    np.testing.assert_allclose(loss.data, ref, rtol=1e-6)
-    assert loss.data[0] == loss.data[1] == 100 and loss.data[4] == loss.data[5] == 0
+    np.testing.assert_allclose(loss.numpy(), ref, rtol=1e-6)
+    assert loss.numpy()[0] == loss.numpy()[1] == 100 and loss.numpy()[4] == loss.numpy()[5] == 0
     assert np.isfinite(x.grad).all() and x.grad[0] < -1e11 and x.grad[1] > 1e11
     t = torch.tensor(p, requires_grad=True)
     TF.binary_cross_entropy(t, torch.tensor(y), reduction="sum").backward()
@@ -238,7 +238,7 @@ def test_binary_cross_entropy_with_logits_is_exact_for_huge_logits(dtype):
     loss = F.binary_cross_entropy_with_logits(a, y, reduction="none")
     loss.backward(mg.tensor(np.ones(6, dtype=dtype)))
     assert loss.dtype == dtype
-    np.testing.assert_allclose(loss.data, [0, 0, 1e4, 1e4, np.exp(-30.0), 30.0], rtol=1e-6)
+    np.testing.assert_allclose(loss.numpy(), [0, 0, 1e4, 1e4, np.exp(-30.0), 30.0], rtol=1e-6)
     np.testing.assert_allclose(a.grad, [0, 0, 1, -1, -np.exp(-30.0), -1], rtol=1e-6, atol=0)
     t = torch.tensor(x, requires_grad=True)
     TF.binary_cross_entropy_with_logits(t, torch.tensor(y), reduction="sum").backward()
@@ -249,7 +249,7 @@ def test_kl_div_zero_target_gives_zero_and_finite_gradients():
     x = mg.tensor(np.array([[-1.0, -2.0, -0.5]]), requires_grad=True)
     t = mg.tensor(np.array([[0.0, 0.5, 0.5]]), requires_grad=True)
     loss = F.kl_div(x, t, reduction="none")
-    assert loss.data[0, 0] == 0
+    assert loss.numpy()[0, 0] == 0
     loss.sum().backward()
     assert np.isfinite(t.grad).all() and np.isfinite(x.grad).all()
 
@@ -341,7 +341,7 @@ def test_loss_modules_match_torch(mine, theirs, inputs, reduction, dtype, tol):
         tm = tm.to(torch.float64 if dtype == np.float64 else torch.float32)
         for name in ("weight", "pos_weight"):  # minigrad's weights follow the input's dtype
             if getattr(m, name, None) is not None:
-                setattr(m, name, mg.tensor(getattr(m, name).data.astype(dtype)))
+                setattr(m, name, mg.tensor(getattr(m, name).numpy().astype(dtype)))
     assert m.reduction == reduction
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

@@ -39,7 +39,7 @@ def _both(z, y, reduction="mean", weight=None, module=False):
     tp = torch.sigmoid(tz)
     tl = TF.binary_cross_entropy(tp, torch.tensor(y), tw, reduction=reduction)
     tl.backward(None if g is None else torch.tensor(g))
-    return (ml.data, mz.grad), (tl.detach().numpy(), tz.grad.numpy()), (mp.data, tp.detach().numpy())
+    return (ml.numpy(), mz.grad), (tl.detach().numpy(), tz.grad.numpy()), (mp.numpy(), tp.detach().numpy())
 
 
 def _assert_as_torch(mine, theirs, sigmoids, dtype, elementwise=True):

@@ -77,7 +77,7 @@ def _minigrad(fn, x, t, ignore_index, reduction, g, **kw):
     with np.errstate(invalid="raise", over="raise"):  # reading a spoiled row would raise here
         loss = fn(_classes_on_dim_1(a), t, ignore_index=ignore_index, reduction=reduction, **kw)
         (loss * mg.tensor(g) if reduction == "none" else loss).sum().backward()
-    return loss.data, a.grad
+    return loss.numpy(), a.grad
 
 
 def _torch(fn, x, t, ignore_index, reduction, g, **kw):
@@ -144,13 +144,13 @@ def test_pad_masked_to_minus_inf_and_ignored():
                       np.float32)
     t = np.array([2, 0, 3])  # row 1 is PAD
     logp = mg.tensor(logits, requires_grad=True).log_softmax(-1)
-    a = mg.tensor(logp.data, requires_grad=True)
+    a = mg.tensor(logp.numpy(), requires_grad=True)
     for reduction in ("mean", "sum", "none"):
         loss = F.nll_loss(a, t, ignore_index=0, reduction=reduction)
-        want = TF.nll_loss(torch.from_numpy(logp.data), torch.from_numpy(t), ignore_index=0,
+        want = TF.nll_loss(torch.from_numpy(logp.numpy()), torch.from_numpy(t), ignore_index=0,
                            reduction=reduction).numpy()
-        np.testing.assert_allclose(loss.data, want, rtol=1e-6)
-        assert np.isfinite(loss.data).all()
+        np.testing.assert_allclose(loss.numpy(), want, rtol=1e-6)
+        assert np.isfinite(loss.numpy()).all()
     loss = F.nll_loss(a, t, ignore_index=0)
     loss.backward()
     np.testing.assert_array_equal(a.grad, [[0, 0, -0.5, 0], [0, 0, 0, 0], [0, 0, 0, -0.5]])

@@ -104,11 +104,11 @@ def test_tied_weights_are_yielded_once():
     assert list(model.state_dict()) == ["embed.weight"]
     out = model.head(model.embed(np.array([1, 2])))
     out.backward(np.ones((2, 5), dtype=np.float32))
-    w = model.embed.weight.data
+    w = model.embed.weight.numpy()
     h = w[[1, 2]]  # (2, 3) the embedded ids
     expected = np.broadcast_to(h.sum(axis=0), (5, 3)).copy()  # from the head: g^T h
     expected[[1, 2]] += w.sum(axis=0)  # from the lookup: rows 1 and 2 get g W
-    assert model.embed.weight.grad is model.head.weight.grad  # one tensor, both uses summed
+    assert model.embed.weight.grad.numpy() is model.head.weight.grad.numpy()  # one array, both uses summed
     np.testing.assert_allclose(model.embed.weight.grad, expected, rtol=1e-6)
 
 
@@ -118,9 +118,9 @@ def test_shared_gradient_accumulates_from_both_uses():
     assert [n for n, _ in seq.named_parameters()] == ["0.weight"]
     x = Tensor(np.array([[1.0, 2.0]], dtype=np.float32))
     seq(x).sum().backward()
-    w = lin.weight.data
+    w = lin.weight.numpy()
     ones = np.ones((1, 2), dtype=np.float32)
-    expected = ones.T @ (x.data @ w.T) + (ones @ w).T @ x.data  # d/dW of sum(x W^T W^T)
+    expected = ones.T @ (x.numpy() @ w.T) + (ones @ w).T @ x.numpy()  # d/dW of sum(x W^T W^T)
     np.testing.assert_allclose(lin.weight.grad, expected, rtol=1e-6)
 
 
@@ -134,23 +134,26 @@ def test_state_dict_round_trip():
     b = Net()
     state = a.state_dict()
     assert list(state) == [n for n, _ in a.named_parameters()]
-    assert all(isinstance(v, np.ndarray) for v in state.values())
-    state["scale"][0] = 99.0  # a copy: editing it leaves the model alone
-    assert a.scale.data[0] == 1.0
+    # as torch's: Tensors cut from the graph that share the parameters' memory
+    assert all(isinstance(v, Tensor) and not v.requires_grad for v in state.values())
+    state["scale"][0] = 99.0
+    assert a.scale.numpy()[0] == 99.0
+    snapshot = {k: v.clone() for k, v in state.items()}  # a copy, as one keeps in torch
     state["scale"][0] = 1.0
+    assert snapshot["scale"].numpy()[0] == 99.0 and a.scale.numpy()[0] == 1.0
     b.load_state_dict(state)
     for (name, pa), (_, pb) in zip(a.named_parameters(), b.named_parameters()):
-        np.testing.assert_array_equal(pa.data, pb.data, err_msg=name)
+        np.testing.assert_array_equal(pa.numpy(), pb.numpy(), err_msg=name)
         assert pb.dtype == np.float32
     x = Tensor(np.random.default_rng(0).standard_normal((4, 2)).astype(np.float32))
-    np.testing.assert_array_equal(a(x).data, b(x).data)
+    np.testing.assert_array_equal(a(x).numpy(), b(x).numpy())
 
 
 def test_load_accepts_tensors_and_casts_to_the_parameter_dtype():
     lin = nn.Linear(2, 1)
     lin.load_state_dict({"weight": Tensor(np.array([[1.0, 2.0]])), "bias": np.array([0.5])})
     assert lin.weight.dtype == np.float32 and lin.bias.dtype == np.float32
-    np.testing.assert_array_equal(lin.weight.data, [[1, 2]])
+    np.testing.assert_array_equal(lin.weight.numpy(), [[1, 2]])
 
 
 STRICT_ERRORS = [
@@ -179,7 +182,7 @@ def test_strict_load_names_the_problems_and_loads_nothing(edit, message):
 def test_non_strict_load_skips_missing_and_unexpected_but_not_wrong_shapes():
     seq = Sequential(nn.Linear(2, 3), nn.Linear(3, 1))
     seq.load_state_dict({"0.bias": np.array([1.0, 2.0, 3.0]), "extra": np.zeros(2)}, strict=False)
-    np.testing.assert_array_equal(seq[0].bias.data, [1, 2, 3])
+    np.testing.assert_array_equal(seq[0].bias.numpy(), [1, 2, 3])
     with pytest.raises(ValueError, match=r"wrong shape: 0\.bias"):
         seq.load_state_dict({"0.bias": np.zeros(4)}, strict=False)
 

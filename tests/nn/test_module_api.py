@@ -92,7 +92,7 @@ def test_apply_initialises_weights():
             nn.init.constant_(m.weight, 0.5)
 
     net.apply(init)
-    assert all(np.all(m.weight.data == 0.5) for m in net.modules() if isinstance(m, nn.Linear))
+    assert all(np.all(m.weight.numpy() == 0.5) for m in net.modules() if isinstance(m, nn.Linear))
 
 
 def test_named_parameters_and_recurse(pair):
@@ -125,8 +125,8 @@ def test_buffers_load_and_cast():
     state["running"] = np.array([1.5, 2.5])
     state["blocks.1.steps"] = np.array(7)
     assert net.load_state_dict(state) == ([], [])
-    np.testing.assert_array_equal(net.running.data, [1.5, 2.5])
-    assert net.running.dtype == np.float32 and int(net.blocks[1].steps.data) == 7
+    np.testing.assert_array_equal(net.running.numpy(), [1.5, 2.5])
+    assert net.running.dtype == np.float32 and int(net.blocks[1].steps.numpy()) == 7
     net.double()
     assert net.running.dtype == np.float64 and net.blocks[0].scratch.dtype == np.float64
     assert net.blocks[0].steps.dtype == np.int64  # integer buffers keep their dtype, as torch
@@ -177,14 +177,14 @@ def test_load_state_dict_result_as_torch():
     assert repr(mine.load_state_dict(mine.state_dict())) == repr(theirs.load_state_dict(theirs.state_dict()))
     state = {k: v for k, v in mine.state_dict().items() if k not in ("head.bias", "blocks.1.steps")}
     state["extra.weight"] = np.zeros(2)
-    tstate = {k: torch.tensor(v) for k, v in state.items()}
+    tstate = {k: torch.tensor(np.asarray(v)) for k, v in state.items()}
     state["blocks.0.linear.bias"] = np.array([3.0, 4.0])
     result, expected = mine.load_state_dict(state, strict=False), theirs.load_state_dict(tstate, strict=False)
     assert result.missing_keys == expected.missing_keys == ["blocks.1.steps", "head.bias"]
     assert result.unexpected_keys == expected.unexpected_keys == ["extra.weight"]
     assert result == (expected.missing_keys, expected.unexpected_keys)  # a named tuple
     assert repr(result) == repr(expected).lstrip("_")  # torch's class is _IncompatibleKeys
-    np.testing.assert_array_equal(mine.blocks[0].linear.bias.data, [3, 4])  # the rest was loaded
+    np.testing.assert_array_equal(mine.blocks[0].linear.bias.numpy(), [3, 4])  # the rest was loaded
     with pytest.raises(ValueError, match=r"missing: blocks.1.steps, head.bias \| unexpected: extra.weight"):
         mine.load_state_dict(state)
 
@@ -202,9 +202,9 @@ def test_sequential_with_an_ordered_dict_as_torch():
     keys = ["fc.weight", "fc.bias", "out.weight", "out.bias"]
     assert list(seq.state_dict()) == list(tseq.state_dict()) == keys
     assert seq.fc is pairs[0][1] and seq[2] is seq.out and seq[-1] is seq.out and len(seq) == 3
-    tseq.load_state_dict({k: torch.tensor(v) for k, v in seq.state_dict().items()})
+    tseq.load_state_dict({k: torch.tensor(v.numpy()) for k, v in seq.state_dict().items()})
     x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
-    np.testing.assert_allclose(seq(mg.tensor(x)).data, tseq(torch.tensor(x)).detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(seq(mg.tensor(x)).numpy(), tseq(torch.tensor(x)).detach().numpy(), rtol=1e-6)
     head = seq[1:]
     assert isinstance(head, nn.Sequential) and names(head.named_children()) == ["act", "out"]
     seq.act = nn.Tanh()  # replaces the child of that name

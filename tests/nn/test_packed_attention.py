@@ -63,7 +63,7 @@ def test_a_score_far_above_the_first_falls_back_to_the_row_max(dtype, gap):
     ts = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]
     out, w = scaled_dot_product_attention(*ts, scale=1.0, need_weights=True)
     e = np.exp(np.array([0.0, -1.0]))
-    np.testing.assert_allclose(w.data, [[0.0, *(e / e.sum())]], rtol=1e-6, atol=1e-30)
+    np.testing.assert_allclose(w.numpy(), [[0.0, *(e / e.sum())]], rtol=1e-6, atol=1e-30)
     out.backward(np.ones(out.shape, dtype))
     assert all(np.all(np.isfinite(t.grad)) for t in ts)
 
@@ -77,7 +77,7 @@ def test_a_masked_overflow_is_caught_and_masked_keys_stay_at_zero():
     assert _first_key_weights(q, k, v, allowed, scale=1.0) is None
     out = scaled_dot_product_attention(*(mg.tensor(a) for a in (q, k, v)), mask=allowed, scale=1.0)
     e = np.exp([0.0, 1.0])
-    np.testing.assert_allclose(out.data, [[(e @ [1.0, 2.0]) / e.sum()], [1.0]], rtol=1e-6)
+    np.testing.assert_allclose(out.numpy(), [[(e @ [1.0, 2.0]) / e.sum()], [1.0]], rtol=1e-6)
 
 
 def test_without_key_0_for_every_row_the_row_max_is_used():
@@ -118,7 +118,7 @@ def _values_and_grads(fn, qkv, heads, mask, is_causal, g):
     m = None if mask is None else mg.tensor(mask, requires_grad=mask.dtype.kind == "f")
     out = fn(x, heads, mask=m, is_causal=is_causal)
     out.backward(g)
-    return [out.data, x.grad] + ([m.grad] if m is not None and m.requires_grad else [])
+    return [out.numpy(), x.grad] + ([m.grad] if m is not None and m.requires_grad else [])
 
 
 @given(packed_case(), st.data())
@@ -152,9 +152,9 @@ def test_packed_dropout_and_weights_match_separate_heads_after_the_same_seed():
     mg.manual_seed(5)
     ref, ref_w = split_heads_attention(qkv, 2, scaled_dot_product_attention, is_causal=True, dropout_p=0.4,
                                        need_weights=True)
-    np.testing.assert_allclose(out.data, ref.data, rtol=1e-12)
-    np.testing.assert_allclose(w.data, ref_w.data, rtol=1e-12)
-    assert w.shape == (2, 2, 6, 6) and np.allclose(w.data.sum(-1), 1)
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(w.numpy(), ref_w.numpy(), rtol=1e-12)
+    assert w.shape == (2, 2, 6, 6) and np.allclose(w.numpy().sum(-1), 1)
 
 
 def test_packed_long_sequences_take_the_tiled_kernel_and_save_nothing_t_by_t(monkeypatch):
@@ -171,7 +171,7 @@ def test_packed_long_sequences_take_the_tiled_kernel_and_save_nothing_t_by_t(mon
     ref_x = mg.tensor(qkv, requires_grad=True)
     ref = split_heads_attention(ref_x, 1, is_causal=True)
     ref.backward(g)
-    np.testing.assert_allclose(out.data, ref.data, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(x.grad, ref_x.grad, rtol=1e-9, atol=1e-12)
 
 
@@ -186,7 +186,7 @@ def test_packed_tiled_with_a_learned_bias_matches_separate_heads(monkeypatch):
         x, b = mg.tensor(qkv, requires_grad=True), mg.tensor(bias, requires_grad=True)
         out = fn(x, 2, mask=b, is_causal=True)
         out.backward(g)
-        results.append((out.data, x.grad, b.grad))
+        results.append((out.numpy(), x.grad, b.grad))
         if fn is packed_self_attention:
             assert out.grad_fn.drawing.kernel is TiledAttention
     for a, b in zip(*results):
@@ -232,12 +232,12 @@ def test_multihead_self_attention_packed_equals_separate_projections(mask_kind):
     results = []
     for same_tensor in (True, False):
         mha.zero_grad()
-        key = x if same_tensor else mg.tensor(x.data)  # another tensor: the unpacked path
+        key = x if same_tensor else mg.tensor(x.numpy())  # another tensor: the unpacked path
         out = mha(x, key, key, mask=mask, is_causal=is_causal, need_weights=False)[0]
         out.backward(np.random.default_rng(9).standard_normal(out.shape))
         assert (type(out.grad_fn.inputs[0].grad_fn).__name__ == "PackedAttention") == same_tensor
         _, w = mha(x, key, key, mask=mask, is_causal=is_causal, need_weights=True, average_attn_weights=False)
-        results.append([out.data, w.data] + [p.grad for p in mha.parameters()])
+        results.append([out.numpy(), w.numpy()] + [p.grad for p in mha.parameters()])
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 

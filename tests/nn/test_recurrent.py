@@ -16,10 +16,10 @@ def _sigmoid(x):
 
 def gru_numpy(cell, x, h):
     """PyTorch's GRU equations, gate order r, z, n, written out with numpy."""
-    W_ir, W_iz, W_in = np.split(cell.weight_ih.data, 3)
-    W_hr, W_hz, W_hn = np.split(cell.weight_hh.data, 3)
-    b_ir, b_iz, b_in = np.split(cell.bias_ih.data, 3)
-    b_hr, b_hz, b_hn = np.split(cell.bias_hh.data, 3)
+    W_ir, W_iz, W_in = np.split(cell.weight_ih.numpy(), 3)
+    W_hr, W_hz, W_hn = np.split(cell.weight_hh.numpy(), 3)
+    b_ir, b_iz, b_in = np.split(cell.bias_ih.numpy(), 3)
+    b_hr, b_hz, b_hn = np.split(cell.bias_hh.numpy(), 3)
     r = _sigmoid(x @ W_ir.T + b_ir + h @ W_hr.T + b_hr)
     z = _sigmoid(x @ W_iz.T + b_iz + h @ W_hz.T + b_hz)
     n = np.tanh(x @ W_in.T + b_in + r * (h @ W_hn.T + b_hn))
@@ -27,7 +27,8 @@ def gru_numpy(cell, x, h):
 
 
 def rnn_numpy(cell, x, h):
-    pre = x @ cell.weight_ih.data.T + cell.bias_ih.data + h @ cell.weight_hh.data.T + cell.bias_hh.data
+    w_ih, w_hh = cell.weight_ih.numpy(), cell.weight_hh.numpy()
+    pre = x @ w_ih.T + cell.bias_ih.numpy() + h @ w_hh.T + cell.bias_hh.numpy()
     return np.tanh(pre) if cell.nonlinearity == "tanh" else np.maximum(pre, 0)
 
 
@@ -44,9 +45,9 @@ def test_cell_matches_equations(make, reference):
     cell = make().double()
     rng = np.random.default_rng(0)
     x, h = rng.standard_normal((5, 3)), rng.standard_normal((5, 4))
-    np.testing.assert_allclose(cell(mg.tensor(x), mg.tensor(h)).data, reference(cell, x, h), rtol=1e-12)
-    np.testing.assert_allclose(cell(mg.tensor(x)).data, reference(cell, x, np.zeros((5, 4))), rtol=1e-12)
-    np.testing.assert_allclose(cell(mg.tensor(x[0]), mg.tensor(h[0])).data, reference(cell, x, h)[0],
+    np.testing.assert_allclose(cell(mg.tensor(x), mg.tensor(h)).numpy(), reference(cell, x, h), rtol=1e-12)
+    np.testing.assert_allclose(cell(mg.tensor(x)).numpy(), reference(cell, x, np.zeros((5, 4))), rtol=1e-12)
+    np.testing.assert_allclose(cell(mg.tensor(x[0]), mg.tensor(h[0])).numpy(), reference(cell, x, h)[0],
                                rtol=1e-12)  # an unbatched step
 
 
@@ -87,7 +88,7 @@ def test_parameter_names_layouts_and_init(make, gates):
                       "bias_ih": (gates * 16,), "bias_hh": (gates * 16,)}
     bound = 1 / math.sqrt(16)
     for p in cell.parameters():
-        assert np.all(np.abs(p.data) <= bound) and p.data.std() > bound / 4
+        assert np.all(np.abs(p.numpy()) <= bound) and p.numpy().std() > bound / 4
     assert [n for n, _ in make(False).named_parameters()] == ["weight_ih", "weight_hh"]
 
 

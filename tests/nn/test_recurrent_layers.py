@@ -106,12 +106,12 @@ def test_layers_are_the_cells_unrolled(kind, cell, bidirectional):
     hx = ((mg.stack([s[0] for s in states]), mg.stack([s[1] for s in states])) if kind == "lstm"
           else mg.stack(states))
     out, final = rnn(x, hx)
-    np.testing.assert_allclose(out.data, want_out.data, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(out.numpy(), want_out.numpy(), rtol=1e-12, atol=1e-14)
     if kind == "lstm":
-        np.testing.assert_allclose(final[0].data, np.stack([h.data for h, _ in want_finals]), rtol=1e-12)
-        np.testing.assert_allclose(final[1].data, np.stack([c.data for _, c in want_finals]), rtol=1e-12)
+        np.testing.assert_allclose(final[0], np.stack([h.numpy() for h, _ in want_finals]), rtol=1e-12)
+        np.testing.assert_allclose(final[1], np.stack([c.numpy() for _, c in want_finals]), rtol=1e-12)
     else:
-        np.testing.assert_allclose(final.data, np.stack([h.data for h in want_finals]), rtol=1e-12)
+        np.testing.assert_allclose(final.numpy(), np.stack([h.numpy() for h in want_finals]), rtol=1e-12)
 
 
 def test_layouts_batch_first_and_unbatched_agree():
@@ -122,14 +122,14 @@ def test_layouts_batch_first_and_unbatched_agree():
     assert out.shape == (5, 2, 4) and h.shape == (4, 2, 2) and c.shape == (4, 2, 4)
     lstm.batch_first = True
     out_bf, (h_bf, c_bf) = lstm(mg.tensor(x.transpose(1, 0, 2)))
-    np.testing.assert_allclose(out_bf.data, out.data.transpose(1, 0, 2), rtol=1e-12)
-    np.testing.assert_allclose(h_bf.data, h.data, rtol=1e-12)
+    np.testing.assert_allclose(out_bf.numpy(), out.numpy().transpose(1, 0, 2), rtol=1e-12)
+    np.testing.assert_allclose(h_bf.numpy(), h.numpy(), rtol=1e-12)
     for batch_first in (True, False):  # an unbatched (L, C) input is time-major either way
         lstm.batch_first = batch_first
         out1, (h1, c1) = lstm(mg.tensor(x[:, 1]))
         assert out1.shape == (5, 4) and h1.shape == (4, 2) and c1.shape == (4, 4)
-        np.testing.assert_allclose(out1.data, out.data[:, 1], rtol=1e-12)
-        np.testing.assert_allclose(c1.data, c.data[:, 1], rtol=1e-12)
+        np.testing.assert_allclose(out1.numpy(), out.numpy()[:, 1], rtol=1e-12)
+        np.testing.assert_allclose(c1.numpy(), c.numpy()[:, 1], rtol=1e-12)
 
 
 @given(kind=st.sampled_from(["rnn", "gru", "lstm"]), batched=st.booleans(), with_state=st.booleans(),
@@ -158,21 +158,23 @@ def test_lstm_cell_equations_and_shapes():
     cell = nn.LSTMCell(3, 4).double()
     rng = np.random.default_rng(5)
     x, h, c = rng.standard_normal((2, 3)), rng.standard_normal((2, 4)), rng.standard_normal((2, 4))
-    gates = x @ cell.weight_ih.data.T + cell.bias_ih.data + h @ cell.weight_hh.data.T + cell.bias_hh.data
+    w_ih, w_hh = cell.weight_ih.numpy(), cell.weight_hh.numpy()
+    gates = x @ w_ih.T + cell.bias_ih.numpy() + h @ w_hh.T + cell.bias_hh.numpy()
     i, f, g, o = np.split(gates, 4, axis=1)
     sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
     c_want = sig(f) * c + sig(i) * np.tanh(g)
     h_want = sig(o) * np.tanh(c_want)
     h1, c1 = cell(mg.tensor(x), (mg.tensor(h), mg.tensor(c)))
-    np.testing.assert_allclose(h1.data, h_want, rtol=1e-12)
-    np.testing.assert_allclose(c1.data, c_want, rtol=1e-12)
+    np.testing.assert_allclose(h1.numpy(), h_want, rtol=1e-12)
+    np.testing.assert_allclose(c1.numpy(), c_want, rtol=1e-12)
     h0, c0 = cell(mg.tensor(x[1]), (mg.tensor(h[1]), mg.tensor(c[1])))  # unbatched
     assert h0.shape == c0.shape == (4,)
-    np.testing.assert_allclose(h0.data, h_want[1], rtol=1e-12)
-    i0, _, g0, o0 = np.split(x @ cell.weight_ih.data.T + cell.bias_ih.data + cell.bias_hh.data, 4, axis=1)
+    np.testing.assert_allclose(h0.numpy(), h_want[1], rtol=1e-12)
+    pre = x @ cell.weight_ih.numpy().T + cell.bias_ih.numpy() + cell.bias_hh.numpy()
+    i0, _, g0, o0 = np.split(pre, 4, axis=1)
     hz, cz = cell(mg.tensor(x))  # zeros when hx is None: c' = i * g
-    np.testing.assert_allclose(cz.data, sig(i0) * np.tanh(g0), rtol=1e-12)
-    np.testing.assert_allclose(hz.data, sig(o0) * np.tanh(sig(i0) * np.tanh(g0)), rtol=1e-12)
+    np.testing.assert_allclose(cz.numpy(), sig(i0) * np.tanh(g0), rtol=1e-12)
+    np.testing.assert_allclose(hz.numpy(), sig(o0) * np.tanh(sig(i0) * np.tanh(g0)), rtol=1e-12)
     assert [n for n, _ in nn.LSTMCell(3, 4, bias=False).named_parameters()] == ["weight_ih", "weight_hh"]
 
 
@@ -193,7 +195,7 @@ def test_parameter_names_shapes_and_init(make, gates):
     assert list(shapes) == list(want) and shapes == want  # PyTorch's order too
     bound = 1 / math.sqrt(16)
     for p in rnn.parameters():
-        assert np.all(np.abs(p.data) <= bound) and p.data.std() > bound / 4 and p.dtype == np.float32
+        assert np.all(np.abs(p.numpy()) <= bound) and p.numpy().std() > bound / 4 and p.dtype == np.float32
     assert [n for n, _ in make(bias=False).named_parameters()] == ["weight_ih_l0", "weight_hh_l0"]
 
 
@@ -212,28 +214,28 @@ def test_dropout_only_between_layers_and_only_in_training():
     x = mg.randn(4, 2, 3)
     with pytest.warns(UserWarning, match="num_layers=1 has no effect"):
         one = nn.GRU(3, 5, dropout=0.5)
-    np.testing.assert_array_equal(one(x)[0].data, one.eval()(x)[0].data)  # no dropout after the last layer
+    np.testing.assert_array_equal(one(x)[0], one.eval()(x)[0])  # no dropout after the last layer
     rnn = nn.LSTM(3, 5, num_layers=2, dropout=0.5)
     plain = nn.LSTM(3, 5, num_layers=2)
     plain.load_state_dict(rnn.state_dict())
-    a, b = rnn(x)[0].data, rnn(x)[0].data
+    a, b = rnn(x)[0].numpy(), rnn(x)[0].numpy()
     assert not np.allclose(a, b)  # a new mask on every call
     with nn.evaluating(rnn):
-        np.testing.assert_array_equal(rnn(x)[0].data, plain(x)[0].data)
+        np.testing.assert_array_equal(rnn(x)[0].numpy(), plain(x)[0].numpy())
     rnn.dropout = 1.0  # the second layer sees zeros: its outputs depend on its weights alone
     out, (h, c) = rnn(x)
     zeros = mg.zeros(4, 2, 5)
     second = nn.LSTM(5, 5)
     second.load_state_dict({k.replace("l1", "l0"): v for k, v in rnn.state_dict().items() if "l1" in k})
-    np.testing.assert_allclose(out.data, second(zeros)[0].data, rtol=1e-6)
-    assert np.abs(out.data).min() > 0  # the last layer's output is not dropped
+    np.testing.assert_allclose(out.numpy(), second(zeros)[0].numpy(), rtol=1e-6)
+    assert np.abs(out.numpy()).min() > 0  # the last layer's output is not dropped
 
 
 def test_edges_saturation_empty_batch_and_repr():
     mg.manual_seed(7)
     lstm = nn.LSTM(2, 3, bidirectional=True)
     out, (h, c) = lstm(mg.tensor(np.full((6, 1, 2), 1e4)))  # saturated gates: finite, |h| <= 1
-    assert np.isfinite(out.data).all() and np.abs(out.data).max() <= 1
+    assert np.isfinite(out.numpy()).all() and np.abs(out.numpy()).max() <= 1
     out, (h, c) = lstm(mg.zeros(4, 0, 2))  # an empty batch, as PyTorch
     assert out.shape == (4, 0, 6) and h.shape == c.shape == (2, 0, 3)
     x = mg.randn(3, 2, 2, requires_grad=True)

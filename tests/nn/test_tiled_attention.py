@@ -66,15 +66,15 @@ def test_causal_diagonal_with_fewer_queries_than_keys(tq, extra, bq, bk, data):
     ts = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]
     TiledAttention.apply(*ts, causal_offset=tk - tq, scale=0.5, block_q=bq, block_k=bk).backward(g)
     allowed = mg.tensor(np.tri(tq, tk, tk - tq, dtype=bool))
-    ref, ref_grads = attention_grads(attention_reference, q, k, v, allowed.data, g, scale=0.5)
+    ref, ref_grads = attention_grads(attention_reference, q, k, v, allowed.numpy(), g, scale=0.5)
     for t, want in zip(ts, ref_grads):
         np.testing.assert_allclose(t.grad, want, rtol=1e-10, atol=1e-12)
     out = TiledAttention.apply(*(mg.tensor(a) for a in (q, k, v)), causal_offset=tk - tq, scale=0.5,
                                block_q=bq, block_k=bk)
-    np.testing.assert_allclose(out.data, ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-10, atol=1e-12)
     # the same mask given as a bool array takes the general mask path and agrees
     again = tiled_attention(*(mg.tensor(a) for a in (q, k, v)), mask=allowed, scale=0.5, block_size=(bq, bk))
-    np.testing.assert_allclose(again.data, ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(again.numpy(), ref, rtol=1e-10, atol=1e-12)
 
 
 @given(attention_case(max_side=3))
@@ -119,10 +119,10 @@ def test_fully_masked_rows_give_zeros_and_zero_gradient(block):
     ts = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]
     out = tiled_attention(*ts, mask=mask, is_causal=True, block_size=block)  # row 0 keeps key 0 only
     out.backward(rng.standard_normal(out.shape))
-    assert np.all(out.data[:, 1] == 0) and np.all(ts[0].grad[:, 1] == 0)
+    assert np.all(out.numpy()[:, 1] == 0) and np.all(ts[0].grad[:, 1] == 0)
     assert all(np.isfinite(t.grad).all() for t in ts)
     assert np.all(ts[1].grad[:, 3] == 0) and np.all(ts[2].grad[:, 3] == 0)  # key 3: seen by none
-    np.testing.assert_allclose(out.data[:, 0], v[:, 0], rtol=1e-12)  # a single allowed key: its value
+    np.testing.assert_allclose(out.numpy()[:, 0], v[:, 0], rtol=1e-12)  # a single allowed key: its value
 
 
 @pytest.mark.parametrize("step", [0.5, 3.0, 40.0], ids=["slow", "fast", "overflowing"])
@@ -143,7 +143,7 @@ def test_scores_rising_from_tile_to_tile(step, dtype):
             t.grad = None
         out = fn(q, k, v, mask=np.tri(7, 11, 4, dtype=bool), scale=1.0, **kw)
         out.backward(g)
-        results.append([out.data] + [t.grad.copy() for t in (q, k, v)])
+        results.append([out.numpy()] + [t.grad.numpy().copy() for t in (q, k, v)])
     for a, b in zip(*results):
         assert np.isfinite(a).all()
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
@@ -169,8 +169,8 @@ def test_huge_logits_stay_finite():
     q, k, v = (mg.tensor(rng.standard_normal((1, 9, 4)).astype(np.float32) * 30) for _ in range(3))
     out = tiled_attention(q, k, v, is_causal=True, scale=100.0, block_size=(2, 3))  # scores ~ 1e5
     ref = attention_reference(q, k, v, is_causal=True, scale=100.0)
-    assert np.isfinite(out.data).all()
-    np.testing.assert_allclose(out.data, ref.data, rtol=1e-5, atol=1e-4)
+    assert np.isfinite(out.numpy()).all()
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-5, atol=1e-4)
 
 
 def test_saved_arrays_hold_nothing_of_size_tq_by_tk():
@@ -230,5 +230,5 @@ def test_functional_exports_the_tiled_kernel():
     ts = [mg.randn(2, 5, 3, dtype=np.float64, requires_grad=True) for _ in range(3)]
     out = F.tiled_attention(*ts, is_causal=True, block_size=(2, 2))
     assert type(out._node) is TiledAttention
-    np.testing.assert_allclose(out.data, F.scaled_dot_product_attention(*ts, is_causal=True).data,
+    np.testing.assert_allclose(out.numpy(), F.scaled_dot_product_attention(*ts, is_causal=True).numpy(),
                                rtol=1e-12, atol=1e-12)

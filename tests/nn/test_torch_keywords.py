@@ -68,7 +68,7 @@ def _masks(draw, B, T, S):
 
 
 def _same(a, b, tol=1e-10):
-    np.testing.assert_allclose(a.data, b.detach().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=tol, atol=tol)
 
 
 @pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask and attn_mask")  # torch's own
@@ -102,7 +102,8 @@ def test_need_weights_and_average_attn_weights():
     out, w = m(x, x, x, need_weights=False)
     assert w is None and out.shape == (2, 3, E)
     _, w = m(x, x, x, need_weights=True, average_attn_weights=False)
-    _, tw = t(torch.tensor(x.data), torch.tensor(x.data), torch.tensor(x.data), average_attn_weights=False)
+    tx = torch.tensor(x.numpy())
+    _, tw = t(tx, tx, tx, average_attn_weights=False)
     assert w.shape == (2, H, 3, 3)
     _same(w, tw)
 
@@ -114,13 +115,13 @@ def test_minigrads_mask_keeps_the_lectures_sense_beside_torchs():
     a = m(x, x, x, mask=mg.tensor(allowed), need_weights=False)[0]
     b = m(x, x, x, attn_mask=mg.tensor(~allowed), need_weights=False)[0]
     c = m(x, x, x, is_causal=True, need_weights=False)[0]
-    np.testing.assert_allclose(a.data, b.data, rtol=1e-12)
-    np.testing.assert_allclose(a.data, c.data, rtol=1e-12)
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(a.numpy(), c.numpy(), rtol=1e-12)
     pad = np.array([[False, False, True, True], [False, False, False, False]])
     # a key must pass both
     both = m(x, x, x, mask=mg.tensor(allowed), key_padding_mask=mg.tensor(pad), need_weights=False)[0]
     ref = m(x, x, x, mask=mg.tensor(allowed & ~pad[:, None, None, :]), need_weights=False)[0]
-    np.testing.assert_allclose(both.data, ref.data, rtol=1e-12)
+    np.testing.assert_allclose(both.numpy(), ref.numpy(), rtol=1e-12)
 
 
 @pytest.mark.parametrize("kind", ["encoder", "encoder-stack"])
@@ -140,7 +141,7 @@ def test_encoder_layer_and_stack_take_torchs_masks(kind, norm_first):
     want = t(torch.tensor(x), **{name: torch.tensor(causal)}, src_key_padding_mask=torch.tensor(pad))
     _same(got, want, 1e-9)
     mine = m(mg.tensor(x), attend_mask=mg.tensor(~causal & ~pad[:, None, None, :]))
-    np.testing.assert_allclose(mine.data, got.data, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(mine.numpy(), got.numpy(), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("kind", ["decoder", "decoder-stack"])
@@ -160,7 +161,7 @@ def test_decoder_layer_and_stack_take_torchs_masks(kind):
     _same(got, want, 1e-9)
     mine = m(mg.tensor(x), mg.tensor(mem), attend_mask=mg.tensor(~causal & ~tgt_pad[:, None, None, :]),
              memory_attend_mask=mg.tensor(~cross & ~mem_pad[:, None, None, :]))
-    np.testing.assert_allclose(mine.data, got.data, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(mine.numpy(), got.numpy(), rtol=1e-12, atol=1e-12)
 
 
 def test_batch_first_false_is_refused_and_mask_shapes_are_checked():
@@ -214,7 +215,7 @@ def test_cross_entropy_positional_weight_and_probability_targets(N, C, smoothing
     want.backward(torch.from_numpy(g))
     np.testing.assert_allclose(mx.grad, tx.grad.numpy(), rtol=1e-9, atol=1e-12)
     module = nn.CrossEntropyLoss(mw, reduction=reduction, label_smoothing=smoothing)
-    np.testing.assert_allclose(module(mg.tensor(x), mg.tensor(target)).data, got.data, rtol=1e-12)
+    np.testing.assert_allclose(module(mg.tensor(x), mg.tensor(target)).numpy(), got.numpy(), rtol=1e-12)
 
 
 def test_nll_loss_positional_order_and_legacy_arguments():
@@ -249,9 +250,9 @@ def test_sdpa_positional_order_is_torchs(args, kw):
     q, k, v = _sdpa_inputs()
     got = F.scaled_dot_product_attention(*(mg.tensor(a) for a in (q, k, v)), *args, **kw)
     want = TF.scaled_dot_product_attention(*(torch.tensor(a) for a in (q, k, v)), *args, **kw)
-    np.testing.assert_allclose(got.data, want.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
     ref = F.attention_reference(*(mg.tensor(a) for a in (q, k, v)), *args, **kw)
-    np.testing.assert_allclose(ref.data, want.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ref.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_sdpa_positional_mask_and_the_mask_keyword():
@@ -262,7 +263,7 @@ def test_sdpa_positional_mask_and_the_mask_keyword():
     for got in (F.scaled_dot_product_attention(*(mg.tensor(a) for a in (q, k, v)), allowed),
                 F.scaled_dot_product_attention(*(mg.tensor(a) for a in (q, k, v)), attn_mask=allowed),
                 F.scaled_dot_product_attention(*(mg.tensor(a) for a in (q, k, v)), mask=allowed)):
-        np.testing.assert_allclose(got.data, want.numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
     with pytest.raises(TypeError, match="got both attn_mask and mask"):
         F.scaled_dot_product_attention(*(mg.tensor(a) for a in (q, k, v)), allowed, mask=allowed)
     with pytest.raises(TypeError):  # scale is keyword-only in PyTorch's builtin, too
@@ -287,7 +288,7 @@ def test_sdpa_grouped_query_attention_as_torch(heads, kv_heads):
                                            enable_gqa=True)
     ours = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]
     got = F.scaled_dot_product_attention(*ours, enable_gqa=True)
-    np.testing.assert_allclose(got.data, want.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-10, atol=1e-12)
     tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
     TF.scaled_dot_product_attention(tq, tk, tv, enable_gqa=True, is_causal=True).pow(2).sum().backward()
     F.scaled_dot_product_attention(*ours, enable_gqa=True, is_causal=True).pow(2).sum().backward()
@@ -308,15 +309,15 @@ def test_multihead_attention_returns_output_and_weights_as_torch():
     t_mha = torch.nn.MultiheadAttention(8, 2, batch_first=True).double()
     with torch.no_grad():
         projections = (mha.q_proj, mha.k_proj, mha.v_proj)
-        t_mha.in_proj_weight.copy_(torch.tensor(np.concatenate([p.weight.data for p in projections])))
-        t_mha.in_proj_bias.copy_(torch.tensor(np.concatenate([p.bias.data for p in projections])))
-        t_mha.out_proj.weight.copy_(torch.tensor(mha.out_proj.weight.data))
-        t_mha.out_proj.bias.copy_(torch.tensor(mha.out_proj.bias.data))
+        t_mha.in_proj_weight.copy_(torch.tensor(np.concatenate([p.weight.numpy() for p in projections])))
+        t_mha.in_proj_bias.copy_(torch.tensor(np.concatenate([p.bias.numpy() for p in projections])))
+        t_mha.out_proj.weight.copy_(torch.tensor(mha.out_proj.weight.numpy()))
+        t_mha.out_proj.bias.copy_(torch.tensor(mha.out_proj.bias.numpy()))
     x = np.random.default_rng(3).standard_normal((2, 5, 8))
     out, weights = mha(mg.tensor(x), mg.tensor(x), mg.tensor(x))
     t_out, t_weights = t_mha(*[torch.tensor(x)] * 3)
-    np.testing.assert_allclose(out.data, t_out.detach().numpy(), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(weights.data, t_weights.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out.numpy(), t_out.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(weights.numpy(), t_weights.detach().numpy(), rtol=1e-10, atol=1e-12)
     fast, none = mha(mg.tensor(x), mg.tensor(x), mg.tensor(x), need_weights=False)
     assert none is None and t_mha(*[torch.tensor(x)] * 3, need_weights=False)[1] is None
-    np.testing.assert_allclose(fast.data, out.data, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fast.numpy(), out.numpy(), rtol=1e-10, atol=1e-12)

@@ -12,12 +12,12 @@ import minigrad.nn as nn
 
 
 def _linear(layer, x):
-    return x @ layer.weight.data.T + layer.bias.data
+    return x @ layer.weight.numpy().T + layer.bias.numpy()
 
 
 def _layer_norm(norm, x):
     mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + norm.eps) * norm.weight.data + norm.bias.data
+    return (x - mu) / np.sqrt(var + norm.eps) * norm.weight.numpy() + norm.bias.numpy()
 
 
 def _mha(m, xq, xkv, causal=False):
@@ -78,7 +78,7 @@ def test_encoder_layer_matches_lecture_formulas(norm_first):
     x = np.random.default_rng(0).standard_normal((2, 5, 8)).astype(np.float32)
     for causal in (False, True):
         out = layer(mg.tensor(x), is_causal=causal)
-        np.testing.assert_allclose(out.data, encoder_reference(layer, x, causal), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(out.numpy(), encoder_reference(layer, x, causal), rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("norm_first", NORM)
@@ -88,7 +88,7 @@ def test_decoder_layer_matches_formulas(norm_first):
     rng = np.random.default_rng(1)
     x, memory = (rng.standard_normal(s).astype(np.float32) for s in [(2, 4, 8), (2, 6, 8)])
     out = layer(mg.tensor(x), mg.tensor(memory), tgt_is_causal=True)
-    np.testing.assert_allclose(out.data, decoder_reference(layer, x, memory), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(out.numpy(), decoder_reference(layer, x, memory), rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize(
@@ -116,11 +116,11 @@ def test_decoder_is_causal_over_the_target():
     layer = nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0)
     rng = np.random.default_rng(4)
     x, memory = rng.standard_normal((2, 5, 8)).astype(np.float32), mg.randn(2, 3, 8)
-    base = layer(mg.tensor(x), memory, tgt_is_causal=True).data
+    base = layer(mg.tensor(x), memory, tgt_is_causal=True).numpy()
     for t in range(4):
         x2 = x.copy()
         x2[:, t + 1:] = rng.standard_normal(x2[:, t + 1:].shape)
-        out = layer(mg.tensor(x2), memory, tgt_is_causal=True).data
+        out = layer(mg.tensor(x2), memory, tgt_is_causal=True).numpy()
         np.testing.assert_allclose(out[:, : t + 1], base[:, : t + 1], rtol=1e-5, atol=1e-5)
         assert not np.allclose(out[:, t + 1:], base[:, t + 1:])
 
@@ -152,9 +152,9 @@ def test_dropout_is_active_in_training_only():
     mg.manual_seed(6)
     layer = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.5)
     x = mg.randn(2, 3, 4)
-    assert not np.allclose(layer(x).data, layer(x).data)
+    assert not np.allclose(layer(x).numpy(), layer(x).numpy())
     layer.eval()
-    np.testing.assert_array_equal(layer(x).data, layer(x).data)
+    np.testing.assert_array_equal(layer(x).numpy(), layer(x).numpy())
 
 
 # ----------------------------------------------------------------------------- stacks
@@ -166,11 +166,11 @@ def test_encoder_stack_deep_copies_the_layer():
     stack = nn.TransformerEncoder(layer, num_layers=2, norm=nn.LayerNorm(4))
     a, b = stack.layers
     assert a is not layer and a.linear1.weight is not b.linear1.weight
-    np.testing.assert_array_equal(a.linear1.weight.data, b.linear1.weight.data)  # as in PyTorch
+    np.testing.assert_array_equal(a.linear1.weight.numpy(), b.linear1.weight.numpy())  # as in PyTorch
     assert "layers.1.self_attn.q_proj.weight" in dict(stack.named_parameters())
     x = mg.randn(2, 3, 4)
     expected = stack.norm(layer(layer(x, is_causal=True), is_causal=True))
-    np.testing.assert_allclose(stack(x, is_causal=True).data, expected.data, rtol=1e-6)
+    np.testing.assert_allclose(stack(x, is_causal=True).numpy(), expected.numpy(), rtol=1e-6)
 
 
 def test_encoder_stack_from_factory_gradcheck():
@@ -178,7 +178,7 @@ def test_encoder_stack_from_factory_gradcheck():
     stack = nn.TransformerEncoder(lambda: nn.TransformerEncoderLayer(4, 2, 4, dropout=0.0, norm_first=True),
                                   num_layers=2, norm=nn.LayerNorm(4))
     a, b = stack.layers
-    assert not np.array_equal(a.linear1.weight.data, b.linear1.weight.data)  # each made anew
+    assert not np.array_equal(a.linear1.weight.numpy(), b.linear1.weight.numpy())  # each made anew
     x = np.random.default_rng(8).standard_normal((1, 3, 4))
     assert gradcheck_module(stack, x, is_causal=True)
 
@@ -193,7 +193,7 @@ def test_decoder_stack_applies_each_layer_to_the_same_memory():
     for layer in stack.layers:
         expected = layer(expected, memory, memory_attend_mask=mask, tgt_is_causal=True)
     out = stack(x, memory, memory_attend_mask=mask, tgt_is_causal=True)
-    np.testing.assert_array_equal(out.data, expected.data)
+    np.testing.assert_array_equal(out.numpy(), expected.numpy())
 
 
 def test_stack_errors():
