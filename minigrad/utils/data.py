@@ -346,7 +346,7 @@ class WeightedRandomSampler(Sampler[int]):
                              f"num_samples={num_samples}")
         if not isinstance(replacement, bool):
             raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
-        w = as_tensor(np.asarray(getattr(weights, "data", weights), dtype=np.float64))
+        w = as_tensor(np.asarray(weights, dtype=np.float64))
         if w.ndim != 1:
             raise ValueError(f"weights should be a 1d sequence but given weights have shape {w.shape}")
         numpy_generator(generator, "WeightedRandomSampler")
@@ -356,7 +356,7 @@ class WeightedRandomSampler(Sampler[int]):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        p, k = self.weights.data, int(self.num_samples)
+        p, k = self.weights.numpy(), int(self.num_samples)
         if not np.all(np.isfinite(p)) or np.any(p < 0):
             raise RuntimeError("WeightedRandomSampler: the weights must be finite and non-negative")
         if not p.sum() > 0:
