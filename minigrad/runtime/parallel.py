@@ -130,7 +130,8 @@ class _Worker:
         self._finished.acquire()
         self._job: Callable[[], None] | None = None
         self._done, self._error = True, None
-        threading.Thread(target=self._loop, name=name, daemon=True).start()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
 
     def start(self, job: Callable[[], None]) -> None:
         self._done, self._error, self._job = False, None, job
@@ -144,8 +145,11 @@ class _Worker:
         return self._error
 
     def stop(self) -> None:
+        """End the thread, and return once it has ended (so set_threads(1) leaves no worker)."""
         self._job = None
         self._go.release()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
 
     def _loop(self) -> None:
         while True:
