@@ -21,6 +21,8 @@ from .grad_mode import DEFAULT as _DEFAULT
 from .grad_mode import enable_grad, no_grad, set_grad_enabled  # noqa: F401  (torch.autograd has them too)
 from .grad_mode import get as _get_state
 
+__all__ = ["Function", "backward", "enable_grad", "grad", "no_grad", "set_grad_enabled"]
+
 # ----------------------------------------------------------------------------- Function
 
 
@@ -40,7 +42,7 @@ class Function:
     needs_input_grad: tuple = ()
     saved: tuple | None = ()
     scope: tuple = ()
-    out_hooks: list | None = None  # hooks of the output tensor (register_hook on a non-leaf)
+    out_hooks: dict | None = None  # hooks of the output tensor by handle id (register_hook on a non-leaf)
     retained: Any = None  # weakref to the output tensor when it asked to retain_grad()
     edits: int = 0  # the global count of in-place edits as forward started (see versions.py)
     parents: tuple = ()  # the nodes that made the inputs, when forward ran (y[i] = v rebinds y)
@@ -96,6 +98,95 @@ class Function:
 # ----------------------------------------------------------------------------- the engine
 
 
+def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
+             create_graph: bool = False, inputs: Any = None) -> None:
+    """torch.autograd.backward: the gradients of the sum of `tensors` (each weighted by its
+    entry of `grad_tensors`; a scalar may have None) accumulated into the leaves' `.grad`,
+    or into the `.grad` of `inputs` alone when given. First order: create_graph must be False.
+    """
+    roots, gs = _roots("backward", tensors, grad_tensors, create_graph)
+    retain = bool(retain_graph)
+    if inputs is None:
+        run_backward(roots, gs, retain_graph=retain)
+        return
+    wanted = _as_inputs("backward", inputs)
+    for t, g in zip(wanted, run_backward(roots, gs, retain_graph=retain, inputs=wanted)):
+        if g is not None:
+            if t._grad is None:
+                t.grad = np.array(g, dtype=t.dtype)
+            else:
+                t._grad += g
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> Any:
+    """torch.autograd.grad: the gradients of the sum of `outputs` (each weighted by its entry
+    of `grad_outputs`) with respect to `inputs` (a tensor, a sequence of them, or a dict of
+    them: then a dict comes back), without touching any `.grad`.
+
+    An input the outputs do not depend on is an error unless allow_unused (then its gradient
+    is None, or zeros with materialize_grads). The graph is freed unless retain_graph.
+    First order: create_graph must be False; is_grads_batched is not supported.
+    """
+    if is_grads_batched:
+        raise NotImplementedError("autograd.grad: is_grads_batched=True (vmap over grad_outputs) is not "
+                                  "supported; call grad once per row of grad_outputs")
+    roots, gs = _roots("grad", outputs, grad_outputs, create_graph)
+    names = list(inputs) if isinstance(inputs, dict) else None
+    wanted = _as_inputs("grad", list(inputs.values()) if names is not None else inputs)
+    found = run_backward(roots, gs, retain_graph=bool(retain_graph), inputs=wanted)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    out = []
+    for i, (t, g) in enumerate(zip(wanted, found)):
+        if g is None and not allow_unused:
+            raise RuntimeError(f"autograd.grad: input {i} (shape {t.shape}) was not used in the graph "
+                               "of the outputs; pass allow_unused=True to get None for it")
+        if g is None:
+            out.append(Tensor._make(np.zeros(t.shape, t.dtype), None) if materialize_grads else None)
+        else:
+            out.append(Tensor._make(np.array(g, dtype=t.dtype), None))
+    return dict(zip(names, out)) if names is not None else tuple(out)
+
+
+def _roots(who: str, tensors: Any, grads: Any, create_graph: bool) -> tuple[list, list]:
+    """The tensors to go back from and d loss / d each as an array, checked as torch does."""
+    if create_graph:
+        raise NotImplementedError(f"{who}: create_graph=True (higher-order gradients) is not "
+                                  "supported yet: minigrad's backward is first order")
+    roots = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    if grads is None or isinstance(grads, (Tensor, np.ndarray)):
+        grads = [grads] * len(roots) if grads is None else [grads]
+    grads = list(grads)
+    if len(grads) != len(roots):
+        raise RuntimeError(f"{who}: got {len(grads)} gradients for {len(roots)} outputs")
+    arrays = []
+    for i, (r, g) in enumerate(zip(roots, grads)):
+        if not isinstance(r, Tensor) or not r.requires_grad:
+            raise RuntimeError(f"{who}: output {i} does not require grad and has no graph to go back through")
+        if g is None:
+            if r._data.size != 1:
+                raise RuntimeError(f"{who}: output {i} has shape {r.shape}, not a scalar; pass its "
+                                   "gradient (grad_outputs)")
+            arrays.append(np.ones(r.shape, r.dtype))
+        else:
+            a = np.asarray(getattr(g, "_data", g), dtype=r.dtype)
+            if a.shape != r.shape:
+                raise RuntimeError(f"{who}: gradient of shape {a.shape} for output {i} of shape {r.shape}")
+            arrays.append(a)
+    return roots, arrays
+
+
+def _as_inputs(who: str, inputs: Any) -> list:
+    wanted = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    for i, t in enumerate(wanted):
+        if not isinstance(t, Tensor) or not t.requires_grad:
+            raise RuntimeError(f"{who}: input {i} does not require grad: only tensors that require "
+                               "grad can be differentiated with respect to")
+    return wanted
+
+
 def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Sum `grad` over the axes that broadcasting added or stretched, giving `shape`.
 
@@ -117,14 +208,15 @@ def broadcast_axes(big: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, .
     return tuple(range(lead)) + tuple(stretched)
 
 
-def toposort(root: Function) -> list[Function]:
-    """Nodes reachable from `root`, root first, each before the nodes that made its inputs.
+def toposort(*roots: Function) -> list[Function]:
+    """Nodes reachable from the roots, each before the nodes that made its inputs (with one
+    root, the root first).
 
     Iterative depth-first post-order (no recursion limit on long chains), reversed.
     """
     order: list[Function] = []
     visited: set[int] = set()
-    stack: list[tuple[Function, bool]] = [(root, False)]
+    stack: list[tuple[Function, bool]] = [(root, False) for root in reversed(roots)]
     while stack:
         node, expanded = stack.pop()
         if expanded:
@@ -141,8 +233,10 @@ def toposort(root: Function) -> list[Function]:
     return order
 
 
-def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> None:
+def run_backward(root: Tensor | list[Tensor], grad: np.ndarray | list[np.ndarray], retain_graph: bool = False,
+                 inputs: list[Tensor] | None = None) -> list[np.ndarray | None] | None:
     """Propagate `grad` (d loss / d root) to every leaf that requires grad: the chain rule.
+    (Several roots, each with its gradient, go back together, as torch.autograd.backward's.)
 
     The nodes are visited root first, each before the nodes that made its inputs (`toposort`),
     so when a node is reached its pending gradient g (d loss / d its output) is complete. Its
@@ -156,14 +250,23 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
     output tensor's hooks and retain_grad (`_output_hooks`), the observers of `minigrad.hooks`
     (`observe_backward`), the release of what the node held (memory.py's `release_inputs`,
     unless `retain_graph`) and the leaves' hooks and `.grad` (`_accumulate_leaves`).
+
+    With `inputs` (autograd.grad), no `.grad` changes: the gradients of those tensors, leaves
+    or not, are returned (None for one the pass does not reach).
     """
+    roots, root_grads = (root, grad) if isinstance(root, list) else ([root], [grad])
     leaves: dict[int, list] = {}  # id(leaf) -> [leaf, summed gradient]
-    if root._node is None:
-        _add_leaf(leaves, root, grad)
-    else:
-        order = toposort(root._node)
+    wanted = None if inputs is None else {id(t._node): None for t in inputs if t._node is not None}
+    pending: dict[int, np.ndarray] = {}
+    for r, g in zip(roots, root_grads):
+        if r._node is None:
+            _add_leaf(leaves, r, g)
+        else:
+            prev = pending.get(id(r._node))
+            pending[id(r._node)] = g if prev is None else prev + g
+    if pending:
+        order = toposort(*[r._node for r in roots if r._node is not None])
         observers = _hooks.observers_for(len(order))
-        pending: dict[int, np.ndarray] = {id(root._node): grad}
         released: dict[int, _memory.Released] = {}
         edits = _versions.edits
         keep_values = _memory.KEEP_VALUES  # inputs up to this size stay (see memory.Released)
@@ -175,6 +278,8 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
                 _check_saved(node)
             if node.out_hooks or node.retained is not None:
                 g = _output_hooks(node, g)
+            if wanted is not None and id(node) in wanted:
+                wanted[id(node)] = g
             grads = type(node).backward(node, g)
             if type(grads) is not tuple or len(grads) != len(node.inputs):
                 grads = _one_per_input(node, grads)
@@ -198,7 +303,10 @@ def run_backward(root: Tensor, grad: np.ndarray, retain_graph: bool = False) -> 
                 node.saved = None  # the node is done: free the arrays its forward saved
                 if holds_activation:  # and the activations it holds (see Released)
                     node.inputs = _memory.release_inputs(node.inputs, released)
-    _accumulate_leaves(leaves)
+    if inputs is None:
+        _accumulate_leaves(leaves)
+        return None
+    return [wanted.get(id(t._node)) if t._node is not None else _leaf_gradient(leaves, t) for t in inputs]
 
 
 def _accumulate_leaves(leaves: dict) -> None:
@@ -206,12 +314,23 @@ def _accumulate_leaves(leaves: dict) -> None:
     then `.grad` accumulates (+= across backward calls, as in PyTorch)."""
     for leaf, g in leaves.values():
         if leaf._hooks:
-            for hook in leaf._hooks:
+            for hook in leaf._hooks.values():
                 g = _run_hook(hook, g)
         if leaf._grad is None:
             leaf.grad = g
         else:
             leaf._grad += g
+
+
+def _leaf_gradient(leaves: dict, leaf: Tensor) -> np.ndarray | None:
+    """A leaf's summed gradient of the pass, after its hooks (autograd.grad's answer)."""
+    entry = leaves.get(id(leaf))
+    if entry is None:
+        return None
+    g = entry[1]
+    for hook in (leaf._hooks or {}).values():
+        g = _run_hook(hook, g)
+    return g
 
 
 def _check_saved(node: Function) -> None:
@@ -228,7 +347,7 @@ def _check_saved(node: Function) -> None:
 def _output_hooks(node: Function, g: np.ndarray) -> np.ndarray:
     """Run the hooks of the node's output tensor on g, then give g to it if it retains grad."""
     if node.out_hooks:
-        for hook in node.out_hooks:
+        for hook in node.out_hooks.values():
             g = _run_hook(hook, g)
     if node.retained is not None:
         out = node.retained()

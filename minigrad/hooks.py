@@ -18,17 +18,46 @@ every backward of every thread from now on, but only of graphs of at most `max_n
 so that a large graph pays nothing for it (viz keeps small gradients for drawings this way).
 
 Without hooks the engine pays one test of an empty list per op and one call per backward pass.
+
+`RemovableHandle` is what registering a tensor's or a module's hook returns (torch's
+torch.utils.hooks.RemovableHandle): `handle.remove()` takes the hook off, and `with handle:`
+keeps it on for a block.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 from typing import Any, Callable, Iterator
 
 from .grad_mode import DEFAULT, get, own
 
 ForwardCheck = Callable[[Any, tuple, Any], None]  # (ctx, input tensors, output array)
 BackwardObserver = Callable[[Any, Any, tuple], None]  # (node, upstream g, returned grads)
+
+_handle_ids = itertools.count()
+
+
+class RemovableHandle:
+    """Removes one hook from the dict it was registered in (`hooks[handle.id]`), as torch's."""
+
+    def __init__(self, hooks: dict[int, Any]):
+        self.hooks = hooks
+        self.id = next(_handle_ids)
+
+    def remove(self) -> None:
+        """Take the hook off; a second remove does nothing, as in torch."""
+        self.hooks.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+    def __repr__(self) -> str:
+        return f"<RemovableHandle id={self.id}>"
+
 
 # (observer, max_nodes) for every thread, in the order registered; see observe_every_backward.
 _everywhere: list[tuple[BackwardObserver, int]] = []

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import autograd, grad_mode, versions
 from . import device as _device
+from .hooks import RemovableHandle
 from .ops.promotion import result_type, scalar_array
 
 # bool < integer < float < complex: an in-place result may not move up this order.
@@ -72,7 +73,7 @@ class Tensor:
         self._data = to_array(data, dtype)
         self._grad: np.ndarray | None = None
         self._node: autograd.Function | None = None
-        self._hooks: list[Callable] | None = None
+        self._hooks: dict[int, Callable] | None = None
         self.name: str | None = name  # labels the tensor in graph drawings
         self.requires_grad = False
         if requires_grad:
@@ -193,13 +194,16 @@ class Tensor:
 
     # ------------------------------------------------------------------ autograd
 
-    def backward(self, gradient: Any = None, retain_graph: bool = False) -> None:
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
+                 inputs: Any = None) -> None:
         """Compute d(self)/d(leaf) for every leaf that requires grad, into `leaf.grad`.
 
         Args:
             gradient: d(loss)/d(self), needed when self is not a scalar (the upstream
                 gradient of a vector-Jacobian product).
             retain_graph: keep saved arrays so that backward can run through the graph again.
+            create_graph: must be False (minigrad's backward is first order).
+            inputs: only these tensors' `.grad` accumulate (torch.autograd.backward's inputs).
         """
         if not self.requires_grad:
             kind = "an integer" if self.dtype.kind in "iub" else "a"
@@ -207,6 +211,9 @@ class Tensor:
                 f"backward: {kind} tensor that does not require grad has no graph to go back "
                 "through; create inputs with requires_grad=True"
             )
+        if create_graph or inputs is not None:
+            autograd.backward(self, gradient, retain_graph, create_graph, inputs)
+            return
         if gradient is None:
             if self._data.size != 1:
                 raise RuntimeError(
@@ -220,7 +227,7 @@ class Tensor:
                 raise RuntimeError(
                     f"backward: gradient of shape {g.shape} for an output of shape {self.shape}"
                 )
-        autograd.run_backward(self, g, retain_graph=retain_graph)
+        autograd.run_backward(self, g, retain_graph=bool(retain_graph))
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Make a leaf record its gradient (or stop recording, with False), in place; returns self."""
@@ -252,24 +259,26 @@ class Tensor:
         if self._node is not None:
             self._node.retained = weakref.ref(self)
 
-    def register_hook(self, hook: Callable[[Tensor], Any]) -> Callable[[], None]:
+    def register_hook(self, hook: Callable[[Tensor], Any]) -> RemovableHandle:
         """Call `hook(grad)` (grad a Tensor) when this tensor's gradient is computed, once per
         backward.
 
-        The hook may return a replacement gradient. Returns a function that removes it.
+        The hook may return a replacement gradient. Returns a handle: `handle.remove()` takes
+        the hook off, as in torch.
         """
         if not self.requires_grad:
             raise RuntimeError("register_hook: this tensor does not require grad")
         owner = self._node if self._node is not None else self
         hooks = owner.out_hooks if self._node is not None else self._hooks
         if hooks is None:
-            hooks = []
+            hooks = {}
             if self._node is not None:
                 owner.out_hooks = hooks
             else:
                 self._hooks = hooks
-        hooks.append(hook)
-        return lambda: hooks.remove(hook)
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
 
     def zero_grad(self) -> None:
         """Forget the gradient: .grad becomes None."""

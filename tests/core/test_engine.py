@@ -152,12 +152,17 @@ def test_hooks_fire_once_per_backward_and_can_be_removed():
     x = mg.tensor([1.0], requires_grad=True)
     y = (x * 2).sum()
     calls = []
-    remove = x.register_hook(lambda g: calls.append(1))
+    handle = x.register_hook(lambda g: calls.append(1))
     y.backward(retain_graph=True)
     y.backward(retain_graph=True)
-    remove()
+    handle.remove()
+    handle.remove()  # a second remove does nothing, as in torch
     y.backward()
     assert len(calls) == 2
+    with x.register_hook(lambda g: calls.append(2)):
+        (x * 3).sum().backward()
+    (x * 3).sum().backward()
+    assert calls == [1, 1, 2]
 
 
 def test_retain_grad_keeps_intermediate_gradients():
