@@ -3,11 +3,14 @@
 A Module finds its parameters and children by looking at its attributes (lists, tuples and
 dicts included), so there is nothing to register and no `super().__init__()` to forget. Only
 buffers (state saved with the model that is not a parameter, as a running count) are named
-with `register_buffer`, as in torch. The containers (Sequential, ...) are in containers.py.
+with `register_buffer`, as in torch; torch's `register_parameter` and `add_module` work too
+and just set the attribute. The containers (Sequential, ...) are in containers.py, the
+forward and backward hooks in module_hooks.py.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
@@ -16,6 +19,12 @@ import numpy as np
 from minigrad import Tensor, zeros
 from minigrad.device import check_device, is_device
 from minigrad.grad_mode import module_scope
+from minigrad.hooks import RemovableHandle
+
+from .module_hooks import ModuleHooks
+
+# Attributes of a Module that are its own bookkeeping, never parameters or children.
+_BOOKKEEPING = ("training", "_buffers", "_module_hooks")
 
 
 class Parameter(Tensor):
@@ -81,21 +90,52 @@ class Module:
     """Base class of layers and models: subclasses set attributes and define `forward`."""
 
     training: bool = True
+    _module_hooks: ModuleHooks | None = None  # made by the first register_*_hook
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} has no forward()")  # abstract
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._module_hooks is not None:
+            return self._module_hooks.call(self, args, kwargs)
         # Nodes recorded here remember this module, so graphs can draw it as a cluster.
         with module_scope(self):
             return self.forward(*args, **kwargs)
+
+    # ------------------------------------------------------------------ hooks
+
+    def _hooks(self) -> ModuleHooks:
+        if self._module_hooks is None:
+            object.__setattr__(self, "_module_hooks", ModuleHooks())
+        return self._module_hooks
+
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """Call hook(module, args) before each forward (hook(module, args, kwargs) with
+        with_kwargs); what it returns, if not None, replaces the positional arguments (a
+        non-tuple is wrapped in one), or (args, kwargs) with with_kwargs. As torch."""
+        return self._hooks().add("forward_pre", (hook, with_kwargs), prepend)
+
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """Call hook(module, args, output) after each forward (hook(module, args, kwargs,
+        output) with with_kwargs); what it returns, if not None, replaces the output. With
+        always_call it runs (with output None) when forward raises too. As torch."""
+        return self._hooks().add("forward", (hook, with_kwargs, always_call), prepend)
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Call hook(module, grad_input, grad_output) in backward, once the gradients with
+        respect to the module's inputs are known: grad_input has one entry per positional
+        argument (None for one that is not a tensor requiring grad), grad_output one per
+        output. A tuple it returns replaces grad_input. As torch (see module_hooks.py)."""
+        return self._hooks().add("backward", hook, prepend)
 
     # ------------------------------------------------------------------ the tree
 
     def _members(self) -> Iterator[tuple[str, Any]]:
         """Direct parameters and children, by the name a state dict uses."""
         for attr, value in vars(self).items():
-            if attr not in ("training", "_buffers"):
+            if attr not in _BOOKKEEPING:
                 yield from _walk(attr, value)
 
     def _child_items(self) -> Iterator[tuple[str, Module]]:
@@ -145,8 +185,8 @@ class Module:
 
     def named_parameters(self, prefix: str = "", recurse: bool = True,
                          remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
-        """Every parameter once: a tied weight appears under the first name it is found by
-        (so state dicts hold it once, unlike PyTorch's, which list every name)."""
+        """Every parameter once, as torch: a tied weight appears under the first name it is
+        found by (the state dict lists it under every name, as torch's)."""
         seen: set[int] = set()
         for path, module in self._tree(prefix, recurse, remove_duplicate):
             for name, value in module._members():
@@ -208,6 +248,65 @@ class Module:
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
+    # ------------------------------------------------------------------ torch's registrations
+
+    def _check_new_name(self, what: str, name: Any) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"{what}: the name must be a string, not a {type(name).__name__}")
+        if "." in name or not name:
+            raise KeyError(f"{what}: a name must be non-empty and without '.', not {name!r}")
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Set the attribute `name` to `param` (a Parameter, or None for an absent one), as
+        torch; the walk finds it from there."""
+        self._check_new_name("register_parameter", name)
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"register_parameter: cannot assign a {type(param).__name__} to the "
+                            f"parameter {name!r} (a Parameter or None is required)")
+        if hasattr(self, name) and not isinstance(getattr(self, name), (Parameter, type(None))):
+            raise KeyError(f"register_parameter: attribute {name!r} already exists on {type(self).__name__}")
+        setattr(self, name, param)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Set the attribute `name` to the child `module` (or None), as torch."""
+        self._check_new_name("add_module", name)
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"add_module: {type(module).__name__} is not a Module subclass")
+        if hasattr(self, name) and not isinstance(getattr(self, name), (Module, type(None))):
+            raise KeyError(f"add_module: attribute {name!r} already exists on {type(self).__name__}")
+        setattr(self, name, module)
+
+    register_module = add_module
+
+    def get_submodule(self, target: str) -> Module:
+        """The module at the dotted path `target` ("" is this module), as torch."""
+        if target == "":
+            return self
+        found = dict(self.named_modules(remove_duplicate=False))
+        if target in found:
+            return found[target]
+        parts = target.split(".")
+        for i in range(len(parts)):  # name the first step that leads nowhere
+            if ".".join(parts[:i + 1]) not in found:
+                owner = found[".".join(parts[:i])] if i else self
+                raise AttributeError(f"{type(owner).__name__} has no attribute `{parts[i]}`")
+        raise AttributeError(f"{type(self).__name__} has no submodule `{target}`")  # unreachable
+
+    def _get_member(self, target: str, kind: str, found: dict[str, Tensor]) -> Any:
+        if target in found:
+            return found[target]
+        path, _, name = target.rpartition(".")
+        module = self.get_submodule(path)  # names a missing module on the way
+        raise AttributeError(f"get_{kind}: {type(module).__name__} has no {kind} `{name}`")
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path `target` (e.g. "blocks.0.fc.weight"), as torch."""
+        return self._get_member(target, "parameter", dict(self.named_parameters(remove_duplicate=False)))
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at the dotted path `target`, as torch."""
+        return self._get_member(target, "buffer", dict(self.named_buffers(remove_duplicate=False)))
+
     # ------------------------------------------------------------------ state
 
     def train(self, mode: bool = True) -> Module:
@@ -224,9 +323,14 @@ class Module:
             p.requires_grad_(requires_grad)
         return self
 
-    def zero_grad(self) -> None:
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Forget every parameter's gradient: .grad becomes None, or with set_to_none=False a
+        tensor of zeros in place, as torch."""
         for p in self.parameters():
-            p.grad = None
+            if set_to_none or p._grad is None:
+                p._grad = None
+            else:
+                p._grad[...] = 0
 
     def to(self, *args: Any, **kwargs: Any) -> Module:
         """As torch's Module.to: `to(dtype)`, `to(device)`, `to(device, dtype)`, `to(tensor)`
@@ -259,39 +363,39 @@ class Module:
 
     def _state_tensors(self) -> dict[str, Tensor]:
         """The tensors of the state dict, in torch's order: each module's parameters, then its
-        persistent buffers, a parent before its children; a shared tensor once."""
-        seen: set[int] = set()
+        persistent buffers, a parent before its children; a tied weight (or a module reached
+        twice) under every name, as torch lists it."""
         out: dict[str, Tensor] = {}
-        for path, module in self.named_modules():
+        for path, module in self.named_modules(remove_duplicate=False):
             own = [(n, v) for n, v in module._members() if isinstance(v, Parameter)]
             own += [(n, v) for n, v, persistent in module._own_buffers() if persistent]
             for name, t in own:
-                if id(t) not in seen:
-                    seen.add(id(t))
-                    out[_join(path, name)] = t
+                out[_join(path, name)] = t
         return out
 
-    def state_dict(self) -> dict[str, Tensor]:
+    def state_dict(self) -> OrderedDict[str, Tensor]:
         """Parameter and persistent buffer name -> its values as a Tensor cut from the graph,
         sharing the parameter's memory, as torch's (a training step changes them too: keep a
         snapshot with `{k: v.clone() for k, v in model.state_dict().items()}`)."""
-        return {name: Tensor._make(t._data, None) for name, t in self._state_tensors().items()}
+        return OrderedDict((name, Tensor._make(t._data, None)) for name, t in self._state_tensors().items())
 
     def load_state_dict(self, state: Mapping[str, Any], strict: bool = True) -> IncompatibleKeys:
         """Copy arrays into the parameters and buffers of the same names.
 
         Every entry is checked before any is written: with strict=True a missing or unexpected
         name is an error, and a wrong shape always is, so a failed load changes nothing. With
-        strict=False the matching names are loaded and the others reported.
+        strict=False the matching names are loaded and the others reported. A tied weight is
+        loaded when one of its names is there (a state dict that lists it once loads too).
 
         Returns:
             IncompatibleKeys(missing_keys, unexpected_keys), as torch.
         """
         targets = self._state_tensors()
-        missing = [k for k in targets if k not in state]
+        loaded = {id(targets[k]) for k in state if k in targets}
+        missing = [k for k in targets if k not in state and id(targets[k]) not in loaded]
         unexpected = [k for k in state if k not in targets]
         wrong = [
-            f"{k}: checkpoint {np.shape(getattr(v, 'data', v))}, model {targets[k].shape}"
+            f"{k}: checkpoint {np.shape(getattr(v, '_data', v))}, model {targets[k].shape}"
             for k, v in state.items()
             if k in targets and np.shape(getattr(v, "_data", v)) != targets[k].shape
         ]

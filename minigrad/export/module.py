@@ -112,11 +112,19 @@ class TorchExport(torch.nn.Module):
                 self.program, self.dynamic = fitted, False
         # Registered in the state dict's order (which is torch's), so that the nested modules
         # come in minigrad's order; the non-persistent buffers after.
+        # A tied weight's other names (in the state dict, as torch's) get the same torch Parameter.
         weights, buffers, saved = dict(params), dict(model.named_buffers()), list(model.state_dict())
+        every_name = list(model.named_parameters(remove_duplicate=False))
+        first = {id(p): n for n, p in reversed(every_name)}
+        tied = {n: first[id(p)] for n, p in every_name if first[id(p)] != n}
         self.buffer_names = tuple(buffers)
+        made: dict[str, torch.nn.Parameter] = {}
         for name in saved + [n for n in [*weights, *buffers] if n not in saved]:
             if name in weights:
-                self._register(name, torch.nn.Parameter(torch.from_numpy(weights[name]._data.copy())))
+                made[name] = torch.nn.Parameter(torch.from_numpy(weights[name]._data.copy()))
+                self._register(name, made[name])
+            elif name in tied:
+                self._register(name, made[tied[name]])
             else:
                 self._register(name, torch.from_numpy(np.array(buffers[name]._data, copy=True)),
                                persistent=name in saved)
