@@ -39,6 +39,12 @@ def _scatter_add(x: torch.Tensor, src: torch.Tensor, *, dim: int, index: Any) ->
     return torch.scatter_add(x, dim, idx, _used(src, idx))
 
 
+def _scatter_reduce(x: torch.Tensor, src: torch.Tensor, *, dim: int, index: Any, reduce: str,
+                    include_self: bool) -> torch.Tensor:
+    idx = _long(index, x.device)
+    return torch.scatter_reduce(x, dim, idx, _used(src, idx), reduce, include_self=include_self)
+
+
 def _index_select(x: torch.Tensor, *, dim: int, index: Any) -> torch.Tensor:
     return torch.index_select(x, dim, _long(index, x.device).reshape(-1))
 
@@ -46,6 +52,14 @@ def _index_select(x: torch.Tensor, *, dim: int, index: Any) -> torch.Tensor:
 def _index_add(x: torch.Tensor, source: torch.Tensor, *, dim: int, index: Any,
                alpha: float = 1) -> torch.Tensor:
     return torch.index_add(x, dim, _long(index, x.device).reshape(-1), source, alpha=alpha)
+
+
+def _index_fill(x: torch.Tensor, fill: torch.Tensor | None = None, *, dim: int, index: Any,
+                value: float | None = None) -> torch.Tensor:
+    """Fill the slices at `index` with `value` (a number) or `fill` (a 0-d tensor, which then
+    gets a gradient)."""
+    idx = _long(index, x.device).reshape(-1)
+    return torch.index_fill(x, dim, idx, value if fill is None else fill)
 
 
 def _torch_index(part: Any, device: torch.device) -> Any:
@@ -83,7 +97,9 @@ INDEXING_TWINS: dict[type[Function], Callable[..., torch.Tensor]] = {
     indexing.Gather: _gather,
     indexing.Scatter: _scatter,
     indexing.ScatterAdd: _scatter_add,
+    indexing.ScatterReduce: _scatter_reduce,
     indexing.IndexSelect: _index_select,
     indexing.IndexAdd: _index_add,
+    indexing.IndexFill: _index_fill,
     indexing.IndexPut: _index_put,
 }

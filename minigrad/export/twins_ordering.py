@@ -25,5 +25,6 @@ ORDERING_TWINS: dict[type[Function], Callable[..., torch.Tensor]] = {
         torch.prod(x) if dim is None else torch.prod(x, dim, keepdim=keepdim)),
     ordering.CumSum: lambda x, *, dim: torch.cumsum(x, dim),
     ordering.CumProd: lambda x, *, dim: torch.cumprod(x, dim),
+    ordering.LogCumSumExp: lambda x, *, dim: torch.logcumsumexp(x, dim),
     ordering.GatherSorted: _gather_sorted,
 }

@@ -47,4 +47,5 @@ POINTWISE_TWINS: dict[type[Function], Callable[..., torch.Tensor]] = {
     pointwise.Hypot: torch.hypot,
     pointwise.LogAddExp: torch.logaddexp,
     pointwise.XLogY: torch.xlogy,
+    pointwise.CopySign: torch.copysign,
 }

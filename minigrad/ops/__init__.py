@@ -15,7 +15,7 @@
     statistics.py   median, vector norms, multinomial
     shape.py        reshape, view, permute, transpose, expand, (un)squeeze, flatten, split,
                     indexing, cat, stack, flip, roll, repeat, tril/triu, diagonal
-    indexing.py     gather, scatter, index_select, index_add, masked_fill, masked_select,
+    indexing.py     gather, scatter, index_select, index_add, index_fill, masked_fill, masked_select,
                     where, nonzero, y[index] = value
     linalg.py       matmul (@), mm, bmm, outer, einsum
     filling.py      fill_, zero_, copy_, uniform_, normal_, bernoulli_, exponential_,

@@ -1,5 +1,5 @@
 """Ops that pick and place elements by an integer index: gather, scatter, scatter_add,
-index_select, index_add, and the assignment `y[index] = value` (IndexPut).
+index_select, index_add, index_fill, and the assignment `y[index] = value` (IndexPut).
 
 The index is an option (an int array, never a graph input: it has no gradient). Wherever an
 index may repeat an element, the backward accumulates every copy with np.add.at. As in
@@ -150,10 +150,10 @@ class Scatter(Function):
 def scatter(self, dim: int, index: Any, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> Tensor:
     """A copy of self with out[i][index[i][j][k]][k] = src[i][j][k] (dim 1); a number, as src
-    or as value=, goes to every index entry. `reduce` is refused: use scatter_add for sums."""
-    if reduce is not None:
-        raise ValueError(f"scatter: reduce={reduce!r} is not supported (PyTorch deprecates it); "
-                         "use scatter_add for reduce='add'")
+    or as value=, goes to every index entry. reduce="add" or "multiply" combines instead of
+    writing (PyTorch deprecates it for scatter_reduce, which this calls)."""
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise ValueError(f"scatter: reduce must be 'add' or 'multiply', not {reduce!r}")
     if (src is None) == (value is None):
         raise TypeError("scatter: give exactly one of src (a tensor) and value (a number)")
     if value is None and isinstance(src, (bool, int, float)):
@@ -161,6 +161,9 @@ def scatter(self, dim: int, index: Any, src: Any = None, *, value: Any = None,
     index = index_array(index)
     if value is not None:
         src = self._make(np.full(index.shape, value, dtype=self.dtype), None)
+    if reduce is not None:
+        return ScatterReduce.apply(self, self._other(src), dim=dim, index=index, include_self=True,
+                                   reduce="sum" if reduce == "add" else "prod")
     return Scatter.apply(self, self._other(src), dim=dim, index=index)
 
 
@@ -192,6 +195,117 @@ def scatter_add(self, dim: int, index: Any, src: Any) -> Tensor:
     """A copy of self with out[i][index[i][j][k]][k] += src[i][j][k] (dim 1); repeated
     index entries add up."""
     return ScatterAdd.apply(self, self._other(src), dim=dim, index=index_array(index))
+
+
+_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+class ScatterReduce(Function):
+    """z = x, then each place p that index names gets reduce(x_p if include_self, the src
+    values sent to p) (dim 1: p = [i, index[i, j, k], k] for src[i, j, k]); other places keep x.
+
+        sum:   dx_p = g_p (0 at a named place without include_self)   dsrc = g_p
+        mean:  z_p = sum / n_p (n_p the values reduced; integers floor-divide, as PyTorch)
+               dx_p = g_p / n_p at named places        dsrc = g_p / n_p
+        prod:  d(one value) = g_p * the product of the others at p, counted without dividing
+               (so zeros are right: with one zero only its own value gets a gradient)
+        amax, amin: g_p shared evenly by the values equal to z_p (PyTorch's rule for ties)
+    """
+
+    @staticmethod
+    def forward(ctx, x, src, *, dim, index, reduce, include_self):
+        op = "scatter_reduce"
+        _same_dtype(x, src, op)
+        if reduce not in _REDUCTIONS:
+            raise ValueError(f"{op}: reduce must be one of {', '.join(_REDUCTIONS)}, not {reduce!r}")
+        _, _, grid, used = _along(x, index, dim, op, src)
+        x1, values = np.atleast_1d(x), np.atleast_1d(src)[used]
+        named = np.zeros(x1.shape, bool)
+        named[grid] = True
+        count = np.zeros(x1.shape, np.int64)
+        np.add.at(count, grid, 1)
+        if include_self:
+            count += named
+        z = x1.copy()
+        start = {"sum": 0, "mean": 0, "prod": 1, "amax": _lowest(x1.dtype), "amin": _highest(x1.dtype)}
+        if not include_self:
+            z[named] = start[reduce]
+        ufunc = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
+        ufunc[reduce].at(z, grid, values)
+        if reduce == "mean":
+            n = np.maximum(count, 1).astype(z.dtype)
+            z = np.where(named, z // n if z.dtype.kind in "iub" else z / n, z)
+        ctx.shape, ctx.src_shape, ctx.grid, ctx.used = x.shape, src.shape, grid, used
+        ctx.reduce, ctx.include_self, ctx.named, ctx.count = reduce, include_self, named, count
+        if reduce in ("prod", "amax", "amin"):
+            ctx.save_for_backward(x1, values, z)
+        return z.reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        g1 = np.atleast_1d(g)
+        grid, named, keep = ctx.grid, ctx.named, ctx.include_self
+        if ctx.reduce in ("sum", "mean"):
+            share = g1 / np.maximum(ctx.count, 1) if ctx.reduce == "mean" else g1
+            dx = np.where(named, share if keep else 0, g1)
+            dsrc_used = share[grid]
+        elif ctx.reduce == "prod":
+            dx, dsrc_used = _prod_gradients(ctx, g1)
+        else:
+            x1, values, z = ctx.saved
+            ties = np.zeros(x1.shape, np.int64)
+            np.add.at(ties, grid, values == z[grid])
+            if keep:
+                ties += named & (x1 == z)
+            share = g1 / np.maximum(ties, 1)
+            dx = np.where(named, np.where(x1 == z, share, 0) if keep else 0, g1)
+            dsrc_used = np.where(values == z[grid], share[grid], 0)
+        dx = dx.astype(g.dtype, copy=False).reshape(ctx.shape) if ctx.needs_input_grad[0] else None
+        dsrc = None
+        if ctx.needs_input_grad[1]:
+            dsrc = np.zeros(ctx.src_shape or (1,), dtype=g.dtype)
+            dsrc[ctx.used] = dsrc_used
+            dsrc = dsrc.reshape(ctx.src_shape)
+        return dx, dsrc
+
+
+def _prod_gradients(ctx: Function, g1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """prod's gradients: each value's is g times the product of the other values at its place,
+    from the product of the nonzero values and the count of zeros there (no division by 0)."""
+    x1, values, _ = ctx.saved
+    grid, named, keep = ctx.grid, ctx.named, ctx.include_self
+    nonzero_prod = np.ones(x1.shape, x1.dtype)
+    np.multiply.at(nonzero_prod, grid, np.where(values == 0, 1, values))
+    zeros = np.zeros(x1.shape, np.int64)
+    np.add.at(zeros, grid, values == 0)
+    if keep:
+        nonzero_prod = np.where(named & (x1 != 0), nonzero_prod * x1, nonzero_prod)
+        zeros = zeros + (named & (x1 == 0))
+
+    def others(v: np.ndarray, p_prod: np.ndarray, p_zeros: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(v != 0, np.where(p_zeros == 0, p_prod / np.where(v == 0, 1, v), 0),
+                            np.where(p_zeros == 1, p_prod, 0))
+
+    dx = np.where(named, g1 * others(x1, nonzero_prod, zeros) if keep else 0, g1)
+    dsrc_used = g1[grid] * others(values, nonzero_prod[grid], zeros[grid])
+    return dx, dsrc_used
+
+
+def _lowest(dtype: np.dtype) -> Any:
+    return -np.inf if dtype.kind in "fc" else (False if dtype.kind == "b" else np.iinfo(dtype).min)
+
+
+def _highest(dtype: np.dtype) -> Any:
+    return np.inf if dtype.kind in "fc" else (True if dtype.kind == "b" else np.iinfo(dtype).max)
+
+
+@op(inplace=True)
+def scatter_reduce(self, dim: int, index: Any, src: Any, reduce: str, *, include_self: bool = True) -> Tensor:
+    """A copy of self where each place index names holds `reduce` ("sum", "prod", "mean",
+    "amax", "amin") of the src values sent there, and of self's value with include_self."""
+    return ScatterReduce.apply(self, self._other(src), dim=dim, index=index_array(index), reduce=reduce,
+                               include_self=include_self)
 
 
 def _vector_index(x: np.ndarray, index: Any, dim: int, op: str) -> tuple[int, np.ndarray]:
@@ -263,6 +377,56 @@ class IndexAdd(Function):
 def index_add(self, dim: int, index: Any, source: Any, *, alpha: float = 1) -> Tensor:
     """A copy of self with slice index[k] along `dim` increased by alpha * source's slice k."""
     return IndexAdd.apply(self, self._other(source), dim=dim, index=index_array(index), alpha=alpha)
+
+
+class IndexFill(Function):
+    """z = x, then z[..., index[k], ...] = v (along dim)
+    dx = g with zeros in the filled slices       dv = sum of g over the filled slices (each once)
+
+    v is a number (the keyword `value`, no gradient) or a 0-d array input (`fill`). As in
+    PyTorch, an index entry may be negative (counted from the end) and may repeat.
+    """
+
+    @staticmethod
+    def forward(ctx, x, fill=None, *, dim, index, value=None):
+        index = check_index(index, "index_fill")
+        if index.ndim > 1:
+            raise IndexError(f"index_fill: index must be 0-d or 1-d, not of shape {index.shape}")
+        axis = one_axis(dim, x.ndim, "index_fill")
+        size = np.atleast_1d(x).shape[axis]
+        idx = index.reshape(-1)
+        if idx.size and (idx.min() < -size or idx.max() >= size):
+            bad = idx.min() if idx.min() < -size else idx.max()
+            raise IndexError(f"index_fill: index {bad} is out of bounds for dimension {dim} with size {size}")
+        ctx.shape, ctx.where = x.shape, (slice(None),) * axis + (np.unique(idx % size if size else idx),)
+        z = np.atleast_1d(x).copy()
+        z[ctx.where] = np.asarray(value if fill is None else fill).astype(x.dtype)
+        return z.reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        needs = ctx.needs_input_grad
+        g1 = np.atleast_1d(g)
+        dx = None
+        if needs[0]:
+            dx = g1.copy()
+            dx[ctx.where] = 0
+            dx = dx.reshape(ctx.shape)
+        if len(needs) == 1:
+            return dx
+        return dx, (g1[ctx.where].sum().astype(g.dtype) if needs[1] else None)
+
+
+@op(inplace=True)
+def index_fill(self, dim: int, index: Any, value: float | Tensor) -> Tensor:
+    """A copy of self with the slices at the entries of the 0-d or 1-d `index` along `dim` set
+    to `value`: a number, or a 0-d tensor that then gets the gradients of the places it filled,
+    summed (as in PyTorch)."""
+    if isinstance(value, Tensor):  # a Tensor: a graph input, so that it gets a gradient
+        if value.ndim != 0:
+            raise ValueError(f"index_fill: a tensor value must be 0-d, not of shape {value.shape}")
+        return IndexFill.apply(self, value, dim=dim, index=index_array(index))
+    return IndexFill.apply(self, dim=dim, index=index_array(index), value=value)
 
 
 # ----------------------------------------------------------------------------- assignment

@@ -24,37 +24,37 @@ def _array(x: Any) -> Any:
 @op(inplace=True)
 def eq(self, other: Any) -> Tensor:
     """self == other elementwise, a bool tensor (no gradient)."""
-    return self == other
+    return _checked(self, other, np.equal, "eq")
 
 
 @op(inplace=True)
 def ne(self, other: Any) -> Tensor:
     """self != other elementwise, a bool tensor (no gradient)."""
-    return self != other
+    return _checked(self, other, np.not_equal, "ne")
 
 
 @op(inplace=True)
 def lt(self, other: Any) -> Tensor:
     """self < other elementwise, a bool tensor (no gradient)."""
-    return self < other
+    return _checked(self, other, np.less, "lt")
 
 
 @op(inplace=True)
 def le(self, other: Any) -> Tensor:
     """self <= other elementwise, a bool tensor (no gradient)."""
-    return self <= other
+    return _checked(self, other, np.less_equal, "le")
 
 
 @op(inplace=True)
 def gt(self, other: Any) -> Tensor:
     """self > other elementwise, a bool tensor (no gradient)."""
-    return self > other
+    return _checked(self, other, np.greater, "gt")
 
 
 @op(inplace=True)
 def ge(self, other: Any) -> Tensor:
     """self >= other elementwise, a bool tensor (no gradient)."""
-    return self >= other
+    return _checked(self, other, np.greater_equal, "ge")
 
 
 def bools(self, values: Any) -> Tensor:
@@ -136,9 +136,18 @@ def logical_xor(self, other: Any) -> Tensor:
     return bools(self, np.logical_xor(self._data, _array(other)))
 
 
+_COMPARABLE = (Tensor, np.ndarray, np.generic, bool, int, float, complex)
+
+
 def _compare(self, other: Any, op: Callable) -> Tensor:
     """op(self, other) elementwise, a bool tensor. A Python int beside an integer tensor is
-    first wrapped to its dtype, as in PyTorch (int8 < 300 is int8 < 44; see scalar_array)."""
+    first wrapped to its dtype, as in PyTorch (int8 < 300 is int8 < 44; see scalar_array).
+
+    Only a tensor, an array or a number compares elementwise; anything else (None, a list, a
+    string) gives NotImplemented, as torch's operators do, so that Python decides: `x == None`
+    is False, `x != None` True and `x < None` a TypeError."""
+    if not isinstance(other, _COMPARABLE):
+        return NotImplemented
     if isinstance(other, int) and not isinstance(other, bool) and self.dtype.kind in "iu":
         other = self._other(other)
     try:
@@ -146,6 +155,16 @@ def _compare(self, other: Any, op: Callable) -> Tensor:
     except TypeError:  # an object numpy cannot compare (pytest.approx): let it compare itself, as torch
         return NotImplemented
     return self._make(np.asarray(values), None)
+
+
+def _checked(self, other: Any, op: Callable, name: str) -> Tensor:
+    """The method form (x.eq(y), torch.eq(x, y)): as the operator, but what the operator leaves
+    to Python (None, a list) is a TypeError naming the op, as in torch."""
+    out = _compare(self, other, op)
+    if out is NotImplemented:
+        raise TypeError(f"{name}: compares a tensor with a tensor or a number, got a tensor of shape "
+                        f"{self.shape} and {type(other).__name__} {other!r:.60}")
+    return out
 
 
 @method

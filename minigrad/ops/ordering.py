@@ -25,6 +25,20 @@ class SortResult(NamedTuple):
     indices: Tensor
 
 
+class CumMaxResult(NamedTuple):
+    """What `cummax` returns, as torch.return_types.cummax: `values, indices = x.cummax(0)`."""
+
+    values: Tensor
+    indices: Tensor
+
+
+class CumMinResult(NamedTuple):
+    """What `cummin` returns, as torch.return_types.cummin."""
+
+    values: Tensor
+    indices: Tensor
+
+
 class TopKResult(NamedTuple):
     """What `topk` returns, as torch.return_types.topk: `values, indices = x.topk(k)`."""
 
@@ -167,6 +181,73 @@ class CumProd(Function):
 @op(inplace=True)
 def cumprod(self, dim: int) -> Tensor:
     return CumProd.apply(self, dim=dim)
+
+
+class LogCumSumExp(Function):
+    """z_i = log sum_{j <= i} exp(x_j) along dim       dx_j = sum_{i >= j} g_i exp(x_j - z_i)
+
+    Forward is numpy's running logaddexp, which never overflows. Backward keeps the sum in log
+    space too, the positive and the negative g_i apart: exp(x_j - z_i) <= 1 for i >= j, so
+    dx_j = exp(x_j + log sum_{i >= j} g+_i e^-z_i) - exp(x_j + log sum_{i >= j} g-_i e^-z_i)
+    neither overflows nor loses the small terms. Where every x so far is -inf, z_i = -inf and
+    the gradient is NaN, as in PyTorch.
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, dim):
+        if x.dtype.kind not in "fc":
+            raise TypeError(f"logcumsumexp: expected a floating-point tensor, got {x.dtype}")
+        ctx.axis = one_axis(dim, x.ndim, "logcumsumexp")
+        z = np.logaddexp.accumulate(np.atleast_1d(x), axis=ctx.axis).reshape(x.shape)
+        ctx.save_for_backward(x, z)
+        return z
+
+    @staticmethod
+    def backward(ctx, g):
+        x, z = ctx.saved
+        axis, shape = ctx.axis, x.shape
+        x, z, g = np.atleast_1d(x), np.atleast_1d(z), np.atleast_1d(g)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            parts = []
+            for part in (np.maximum(g, 0), np.maximum(-g, 0)):
+                terms = np.flip(np.log(part) - z, axis)  # log(g_i e^-z_i), summed from the end
+                parts.append(np.exp(x + np.flip(np.logaddexp.accumulate(terms, axis=axis), axis)))
+            dx = parts[0] - parts[1]
+        return dx.astype(g.dtype, copy=False).reshape(shape)
+
+
+@op
+def logcumsumexp(self, dim: int) -> Tensor:
+    """log(cumsum(exp(x), dim)), computed without overflow."""
+    return LogCumSumExp.apply(self, dim=dim)
+
+
+def _running_extreme(self, dim: int, largest: bool, op: str) -> tuple[Tensor, Tensor]:
+    """(values, indices) of the running max (min) along dim: each index is the last place that
+    holds the running value (PyTorch's >=), a NaN counting as larger (smaller) than all and
+    staying; values are gathered at the indices, so each gradient goes to that place."""
+    axis = one_axis(dim, self.ndim, op)
+    x = np.atleast_1d(self._data)
+    ufunc = np.maximum if largest else np.minimum
+    best = ufunc.accumulate(x, axis=axis)
+    place = np.arange(x.shape[axis]).reshape([-1 if a == axis else 1 for a in range(x.ndim)])
+    holds = (x == best) | (np.isnan(x) if x.dtype.kind in "fc" else False)
+    idx = np.maximum.accumulate(np.where(holds, place, 0), axis=axis).reshape(self.shape)
+    indices = self._make(idx.astype(np.int64, copy=False), None)
+    values = self.gather(axis, indices) if self.ndim else self * 1
+    return values, indices
+
+
+@op
+def cummax(self, dim: int) -> CumMaxResult:
+    """(values, indices): the running maximum along `dim` and where each was taken from."""
+    return CumMaxResult(*_running_extreme(self, dim, True, "cummax"))
+
+
+@op
+def cummin(self, dim: int) -> CumMinResult:
+    """(values, indices): the running minimum along `dim` and where each was taken from."""
+    return CumMinResult(*_running_extreme(self, dim, False, "cummin"))
 
 
 class GatherSorted(Function):

@@ -707,6 +707,38 @@ def xlogy(self, other: Any) -> Tensor:
     return self._binary(XLogY, self, self._other(other))
 
 
+class CopySign(Function):
+    """z = |x| with the sign of y (its sign bit: y = -0.0 counts as negative)
+    dx = g * sign(x) * sign(z), 0 where x = 0       dy = 0
+
+    The result is floating point for integer inputs too, as in PyTorch.
+    """
+
+    @staticmethod
+    def forward(ctx, x, y):
+        x, y = true_div_operands(x, y)
+        z = np.copysign(x, y)
+        ctx.save_for_backward(x, z)
+        ctx.y_shape = np.shape(y)
+        return z
+
+    @staticmethod
+    def backward(ctx, g):
+        x, z = ctx.saved
+        dx = dy = None
+        if ctx.needs_input_grad[0]:
+            dx = np.where(x == 0, np.zeros((), g.dtype), g * np.sign(x) * np.sign(z))
+        if ctx.needs_input_grad[1]:
+            dy = np.zeros(ctx.y_shape, g.dtype)  # PyTorch gives zeros, not None
+        return dx, dy
+
+
+@op(inplace=True)
+def copysign(self, other: Any) -> Tensor:
+    """|self| with the sign of other (a tensor or a number), element by element."""
+    return self._binary(CopySign, self, self._other(other))
+
+
 # ----------------------------------------------------------------------------- methods
 
 

@@ -1,5 +1,5 @@
 """Indexing ops (ops/indexing.py): gather, scatter, scatter_add, index_select, index_add,
-take_along_dim, masked_select, masked_fill, where and nonzero: gradients against finite
+index_fill, take_along_dim, masked_select, masked_fill, where and nonzero: gradients against finite
 differences over drawn shapes and indices (repeated indices, negative dims, 0-d inputs), the
 accumulation of repeated indices, values and dtypes, and the errors. Also diagonal,
 repeat_interleave and broadcast_to (ops/shape.py), and a few lines on einsum, mm and outer
@@ -15,7 +15,7 @@ from op_checks import edge_exact
 
 import minigrad as mg
 from minigrad.ops import indexing, linalg
-from minigrad.testing import arrays, broadcastable_shapes, shape_and_broadcastable, shapes
+from minigrad.testing import arrays, broadcastable_shapes, distinct, shape_and_broadcastable, shapes
 
 fewer_examples = settings(max_examples=max(10, settings.default.max_examples // 3))
 
@@ -93,6 +93,48 @@ def test_scatter_add_gradcheck_with_repeated_indices(case, data):
     assert mg.gradcheck(lambda t, s: mg.scatter_add(t, dim, idx, s), [x, src])
 
 
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@fewer_examples
+@given(case=along(), data=st.data())
+def test_scatter_reduce_gradcheck_with_repeated_indices(reduce, include_self, case, data):
+    shape, dim, idx = case
+    src_shape = bigger(data, idx.shape)
+    n, m = int(np.prod(shape)), int(np.prod(src_shape))
+    both = data.draw(distinct((n + m,), gap=1e-2), label="x and src")  # no ties for amax / amin
+    x, src = both[:n].reshape(shape), both[n:].reshape(src_shape)
+    assert mg.gradcheck(lambda t, s: t.scatter_reduce(dim, idx, s, reduce, include_self=include_self),
+                        [x, src])
+
+
+def test_scatter_reduce_at_zeros_ties_and_integers():
+    # prod with zeros: at a place with one zero only the zero's value has a gradient (the
+    # product of the others: 2 * 3 at place 0, 5 * 4 at place 1)
+    x = mg.tensor([2.0, 5.0, 1.0], requires_grad=True)
+    src = mg.tensor([0.0, 3.0, 0.0, 4.0], requires_grad=True)
+    z = x.scatter_reduce(0, mg.tensor([0, 0, 1, 1]), src, "prod")
+    assert z.tolist() == [0.0, 0.0, 1.0]
+    z.sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 1.0] and src.grad.tolist() == [6.0, 0.0, 20.0, 0.0]
+    # amax ties share the gradient evenly, self included
+    x = mg.tensor([3.0, 0.0], requires_grad=True)
+    src = mg.tensor([3.0, 3.0, 1.0], requires_grad=True)
+    x.scatter_reduce(0, mg.tensor([0, 0, 1]), src, "amax").sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1 / 3, 0.0])
+    np.testing.assert_allclose(src.grad.numpy(), [1 / 3, 1 / 3, 1.0])
+    # integers: the mean floor-divides, as torch; amin without self starts from the largest int
+    ints = mg.zeros(3, dtype=mg.long)
+    assert ints.scatter_reduce(0, mg.tensor([0, 0, 1]), mg.tensor([1, 2, 3]), "mean").tolist() == [1, 1, 0]
+    low = ints.scatter_reduce(0, mg.tensor([2]), mg.tensor([-7]), "amin", include_self=False)
+    assert low.tolist() == [0, 0, -7]
+    y = mg.ones(2, 3)
+    assert y.scatter_reduce_(1, mg.tensor([[0, 0]]), mg.tensor([[2.0, 3.0]]), "sum") is y
+    assert y.tolist() == [[6.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+    # scatter's reduce= (torch's deprecated form) is scatter_reduce with self included
+    got = mg.ones(2, 3).scatter(1, mg.tensor([[0, 0, 2], [1, 1, 1]]), 2.0, reduce="multiply")
+    assert got.tolist() == [[4.0, 1.0, 2.0], [1.0, 8.0, 1.0]]
+
+
 @fewer_examples
 @given(data=st.data())
 def test_index_select_and_index_add_gradcheck(data):
@@ -109,6 +151,21 @@ def test_index_select_and_index_add_gradcheck(data):
     src = data.draw(arrays(src_shape), label="source")
     alpha = data.draw(st.sampled_from([1, -0.5]), label="alpha")
     assert mg.gradcheck(lambda t, s: mg.index_add(t, dim, idx, s, alpha=alpha), [x, src])
+
+
+@fewer_examples
+@given(data=st.data())
+def test_index_fill_gradcheck_with_repeated_and_negative_indices(data):
+    shape = data.draw(shapes(), label="shape")
+    dim = one_dim(data, shape)
+    size = (shape or (1,))[dim % max(len(shape), 1)]
+    idx = vector_index(data, size)
+    if data.draw(st.booleans(), label="negative"):
+        idx = idx - size  # counted from the end, as PyTorch allows
+    x = data.draw(arrays(shape), label="x")
+    assert mg.gradcheck(lambda t: t.index_fill(dim, idx, -1.5), [x])
+    v = data.draw(arrays(()), label="value")
+    assert mg.gradcheck(lambda t, s: mg.index_fill(t, dim, mg.tensor(idx), s), [x, v])
 
 
 @fewer_examples
@@ -260,6 +317,25 @@ def test_scatter_overwritten_places_get_zero_and_every_src_copy_its_place():
                                   [1, 1, 7])
 
 
+def test_index_fill_fills_each_slice_once_and_casts_the_value():
+    x = mg.tensor(np.arange(6.0).reshape(3, 2), requires_grad=True)
+    v = mg.tensor(np.array(2.0), requires_grad=True)
+    y = x.index_fill(0, np.array([1, 1, -1]), v)  # rows 1 and 2; row 1 named twice
+    np.testing.assert_array_equal(y.numpy(), [[0, 1], [2, 2], [2, 2]])
+    y.backward(np.arange(6.0).reshape(3, 2))
+    np.testing.assert_array_equal(x.grad, [[0, 1], [0, 0], [0, 0]])
+    assert v.grad == 2 + 3 + 4 + 5  # each filled place once, however often the index names it
+    n = mg.tensor(np.zeros(3, np.int64))
+    assert n.index_fill(0, np.array([1]), 2.7).numpy().tolist() == [0, 2, 0]  # cast as in PyTorch
+    assert n.index_fill(0, np.array([1]), 2.7).dtype == np.int64
+    assert x.index_fill(1, np.zeros(0, np.int64), 9.0).numpy().tolist() == x.numpy().tolist()
+    s = mg.tensor(np.array(5.0))
+    assert s.index_fill(0, np.array(0), float("nan")).isnan().item()
+    z = mg.tensor(np.ones((2, 3)))
+    assert z.index_fill_(1, np.array([0, 2]), float("inf")) is z
+    assert z.numpy().tolist() == [[np.inf, 1, np.inf], [np.inf, 1, np.inf]]
+
+
 def test_zero_dim_inputs_and_empty_indices():
     s = mg.tensor(np.array(5.0), requires_grad=True)
     out = s.gather(0, np.array([0, 0]))
@@ -300,9 +376,9 @@ def test_function_forms_and_dtypes():
     assert mg.einsum("ij,jk", [mg.ones((2, 3)), mg.ones((3, 1))]).shape == (2, 1)
     a32 = mg.tensor(np.ones((2, 2), np.float32))
     assert mg.mm(a32, a32).dtype == np.float32 and mg.outer(mg.ones(2), mg.ones(3)).shape == (2, 3)
-    names = {"gather", "scatter", "scatter_add", "index_select", "index_add", "take_along_dim",
-             "masked_select", "nonzero", "diagonal", "repeat_interleave", "broadcast_to", "outer",
-             "mm", "bmm", "einsum"}
+    names = {"gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add", "index_fill",
+             "take_along_dim", "masked_select", "nonzero", "diagonal", "repeat_interleave", "broadcast_to",
+             "outer", "mm", "bmm", "einsum"}
     assert names <= set(mg.__all__)
 
 
@@ -312,7 +388,10 @@ def test_backward_computes_only_the_gradients_asked_for():
     x, idx = rng.standard_normal((2, 3)), np.array([[2, 0]])
     cases = [(indexing.Scatter, [x, rng.standard_normal((1, 2))], {"dim": 1, "index": idx}),
              (indexing.ScatterAdd, [x, rng.standard_normal((1, 2))], {"dim": 1, "index": idx}),
+             (indexing.ScatterReduce, [x, rng.standard_normal((1, 2))],
+              {"dim": 1, "index": idx, "reduce": "prod", "include_self": True}),
              (indexing.IndexAdd, [x, rng.standard_normal((2, 2))], {"dim": 1, "index": idx[0]}),
+             (indexing.IndexFill, [x, rng.standard_normal(())], {"dim": 1, "index": idx[0]}),
              (indexing.IndexPut, [x.copy(), rng.standard_normal(3)], {"steps": (0,)}),
              (linalg.Einsum, [x, rng.standard_normal((3, 4))], {"equation": "ij,jk->ik"})]
     for op, inputs, options in cases:
@@ -351,8 +430,14 @@ ERRORS = [
                  r"no larger than src \(1, 1\)", id="scatter-src-shape"),
     pytest.param(lambda: X.scatter(1, np.array([[0]]), mg.tensor(np.ones((1, 1), np.float32))), TypeError,
                  "scatter: src is float32 but the input is float64", id="scatter-dtype"),
-    pytest.param(lambda: X.scatter(1, np.array([[0]]), mg.ones((1, 1)), reduce="add"), ValueError,
-                 "scatter: reduce='add' is not supported.*scatter_add", id="scatter-reduce"),
+    pytest.param(lambda: X.scatter(1, np.array([[0]]), X[:1, :1], reduce="max"), ValueError,
+                 "scatter: reduce must be 'add' or 'multiply', not 'max'", id="scatter-reduce"),
+    pytest.param(lambda: X.scatter_reduce(1, np.array([[0]]), X, "max"), ValueError,
+                 "scatter_reduce: reduce must be one of sum, prod, mean, amax, amin, not 'max'",
+                 id="scatter_reduce-name"),
+    pytest.param(lambda: X.scatter_reduce(0, np.array([[2]]), X, "sum"), IndexError,
+                 "scatter_reduce: index 2 is out of bounds for dimension 0 with size 2",
+                 id="scatter_reduce-range"),
     pytest.param(lambda: X.scatter_add(0, np.array([[2]]), X), IndexError,
                  "scatter_add: index 2 is out of bounds for dimension 0 with size 2", id="scatter_add-range"),
     pytest.param(lambda: X.index_select(1, np.array([0, 3])), IndexError,
@@ -366,6 +451,19 @@ ERRORS = [
                  id="index_select-float"),
     pytest.param(lambda: X.index_add(1, np.array([0, 0]), X), ValueError,
                  r"index_add: source of shape \(2, 3\) must have the input's shape", id="index_add-shape"),
+    pytest.param(lambda: X.index_fill(1, np.array([0, 3]), 0.0), IndexError,
+                 "index_fill: index 3 is out of bounds for dimension 1 with size 3", id="index_fill-range"),
+    pytest.param(lambda: X.index_fill(1, np.array([-4]), 0.0), IndexError,
+                 "index_fill: index -4 is out of bounds for dimension 1 with size 3",
+                 id="index_fill-negative"),
+    pytest.param(lambda: X.index_fill(0, np.array([[0]]), 0.0), IndexError,
+                 r"index_fill: index must be 0-d or 1-d, not of shape \(1, 1\)", id="index_fill-2d"),
+    pytest.param(lambda: X.index_fill(0, np.array([0.0]), 0.0), TypeError,
+                 "index_fill: index must be an integer", id="index_fill-float"),
+    pytest.param(lambda: X.index_fill(0, np.array([0]), mg.ones(1)), ValueError,
+                 r"index_fill: a tensor value must be 0-d, not of shape \(1,\)", id="index_fill-value"),
+    pytest.param(lambda: X.index_fill(2, np.array([0]), 0.0), IndexError,
+                 "index_fill: dim 2 is out of range", id="index_fill-dim"),
     pytest.param(lambda: X.take_along_dim(np.array([[3]]), 1), IndexError,
                  "take_along_dim: index 3 is out of bounds for dimension 1 with size 3",
                  id="take_along_dim-range"),

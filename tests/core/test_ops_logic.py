@@ -42,6 +42,34 @@ def test_comparisons_are_boolean_and_carry_no_grad(op, ref, data):
         np.testing.assert_array_equal(out.numpy(), expected)
 
 
+@pytest.mark.parametrize("other", [None, [2.0, 4.0], (2.0,), "a", object()],
+                         ids=["None", "list", "tuple", "str", "object"])
+def test_comparing_with_what_is_not_a_tensor_or_a_number_is_left_to_python(other):
+    """None, a list, a string: == is False and != True (Python's identity fallback, as torch
+    gives, so `if idx_next == eos_id:` with eos_id None is False for a whole batch); the order
+    operators raise Python's TypeError; the method forms raise one naming the op and the shape."""
+    x = mg.tensor([2.0, 3.0])
+    assert (x == other) is False and (other == x) is False
+    assert (x != other) is True and (other != x) is True
+    with pytest.raises(TypeError, match="not supported between instances of 'Tensor'"):
+        _ = x < other
+    for name in ("eq", "ne", "lt", "le", "gt", "ge"):
+        with pytest.raises(TypeError, match=rf"{name}: compares a tensor with a tensor or a number, got a "
+                                            rf"tensor of shape \(2,\) and {type(other).__name__}"):
+            getattr(mg, name)(x, other)
+    with pytest.raises(TypeError, match="eq: compares a tensor"):
+        x.clone().eq_(other)
+    assert x in [None, x] and mg.tensor(5) in [None, 5]
+
+
+def test_numbers_and_arrays_still_compare_elementwise():
+    x = mg.tensor([2, 3])
+    for other in (2, 2.0, np.int64(2), np.float32(2.0), np.array([2, 4]), mg.tensor([2, 4])):
+        np.testing.assert_array_equal((x == other).numpy()[:1], [True])
+    np.testing.assert_array_equal((x == True).numpy(), [False, False])  # noqa: E712
+    np.testing.assert_array_equal((x != 2).numpy(), [False, True])
+
+
 def test_boolean_combinators():
     x = mg.tensor([0.0, 1.0, 2.0])
     np.testing.assert_array_equal((~(x > 0)).numpy(), [True, False, False])

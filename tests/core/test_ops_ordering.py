@@ -30,6 +30,9 @@ GRADCHECKS = [
     pytest.param(lambda x, d: mg.cumprod(x, d), lambda s: on_grid(s, [-1.5, 0.0, 0.5, 2.0]),
                  id="cumprod-zeros"),
     pytest.param(lambda x, d: x.cumprod(d), lambda s: arrays(s), id="cumprod"),
+    pytest.param(lambda x, d: mg.logcumsumexp(x, d), lambda s: arrays(s, -30, 30), id="logcumsumexp"),
+    pytest.param(lambda x, d: x.cummax(d).values, distinct, id="cummax"),
+    pytest.param(lambda x, d: mg.cummin(x, d)[0], distinct, id="cummin"),
     pytest.param(lambda x, d: x.sort(d).values, distinct, id="sort"),
     pytest.param(lambda x, d: mg.sort(x, dim=d, descending=True)[0], distinct, id="sort-descending"),
     pytest.param(lambda x, d: x.topk(1, dim=d).values, distinct, id="topk-1"),
@@ -122,6 +125,9 @@ CASES = [
     ("prod-all", lambda x, d: mg.prod(x), lambda x, d: x.prod(), False),
     ("cumsum", lambda x, d: mg.cumsum(x, d), lambda x, d: x.cumsum(d), False),
     ("cumprod", lambda x, d: x.cumprod(dim=d), lambda x, d: x.cumprod(dim=d), False),
+    ("logcumsumexp", lambda x, d: x.logcumsumexp(d), lambda x, d: x.logcumsumexp(d), False),
+    ("cummax", lambda x, d: mg.cummax(x, d), lambda x, d: x.cummax(d), True),
+    ("cummin", lambda x, d: x.cummin(dim=d), lambda x, d: x.cummin(dim=d), True),
     ("sort", lambda x, d: x.sort(d), lambda x, d: x.sort(d), True),
     ("sort-descending", lambda x, d: mg.sort(x, d, descending=True, stable=True),
      lambda x, d: x.sort(dim=d, descending=True, stable=True), True),
@@ -228,3 +234,38 @@ def test_torch_twins_of_the_ops(data):
         out.backward(g)
         tout.backward(torch.from_numpy(g))
         np.testing.assert_allclose(x.grad, t.grad.numpy(), rtol=1e-12, atol=1e-12, err_msg=op.__name__)
+
+
+def test_logcumsumexp_at_huge_gaps_and_minus_infinity_against_torch():
+    torch = _torch()
+    for dtype in (np.float32, np.float64):
+        big = np.finfo(dtype).max / 4
+        a = np.array([[1e4, -1e4, 3.0, 2.0], [-big, big, 0.0, -np.inf], [-np.inf, -np.inf, 0.0, 1.0]], dtype)
+        g = np.array([[1.0, -2.0, 3.0, 0.5], [0.25, -1.0, 2.0, 1.0], [1.0, 1.0, -1.0, 2.0]], dtype)
+        x, t = mg.Tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+        out, tout = x.logcumsumexp(1), t.logcumsumexp(1)
+        np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=1e-6)  # to the last bit or so
+        out.backward(g)
+        tout.backward(torch.from_numpy(g))
+        np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-6, atol=1e-30)  # NaN where torch's
+        assert np.isfinite(x.grad.numpy()[:2]).all()  # no overflow at gaps of the dtype's range
+    with pytest.raises(TypeError, match="logcumsumexp: expected a floating-point tensor, got int64"):
+        mg.tensor([1, 2]).logcumsumexp(0)
+
+
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+def test_running_extremes_ties_nan_and_integers_against_torch(name):
+    torch = _torch()
+    for a in (np.array([[1.0, 3.0, 3.0, 2.0, np.nan, 5.0, np.nan], [2.0, 1.0, 1.0, 0.5, 0.5, 9.0, -1.0]]),
+              np.array([[1, 3, 2, 3], [0, 0, -1, -1]], np.int64), np.array(2.5)):
+        d = 0 if a.ndim == 0 else 1
+        ours, theirs = getattr(mg.tensor(a), name)(d), getattr(torch.tensor(a), name)(d)
+        np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
+        np.testing.assert_array_equal(ours.indices.numpy(), theirs.indices.numpy())
+        assert ours.values.dtype == theirs.values.numpy().dtype and ours.indices.dtype == np.int64
+    x = mg.tensor([[1.0, 3.0, 3.0, 2.0]], requires_grad=True)
+    getattr(x, name)(1).values.sum().backward()
+    want = [1.0, 1.0, 2.0, 0.0] if name == "cummax" else [4.0, 0.0, 0.0, 0.0]  # each to its index
+    assert x.grad.tolist() == [want]
+    with pytest.raises(IndexError, match=name):
+        getattr(x, name)(2)

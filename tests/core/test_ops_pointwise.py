@@ -91,6 +91,9 @@ BINARY = [
                  id="logaddexp"),
     pytest.param(mg.xlogy, lambda a, b: a * np.log(b),
                  lambda sa, sb: st.tuples(arrays(sa), arrays(sb, 0.1, 3)), id="xlogy"),
+    # copysign's x off its kink at 0, y off the jump at 0
+    pytest.param(mg.copysign, np.copysign, lambda sa, sb: st.tuples(
+        arrays(sa, away_from_zero=0.1), arrays(sb, away_from_zero=0.1)), id="copysign"),
     pytest.param(lambda a, b: a.lerp(b, 0.25), lambda a, b: a + 0.25 * (b - a),
                  lambda sa, sb: st.tuples(arrays(sa), arrays(sb)), id="lerp-scalar-weight"),
     pytest.param(mg.clamp_min, np.maximum, lambda sa, sb: st.tuples(arrays(sa), arrays(sb)).filter(
@@ -376,3 +379,17 @@ def test_backward_computes_only_the_gradients_asked_for(op):
                 np.testing.assert_allclose(got[i], full[i], rtol=1e-12)
             else:
                 assert got[i] is None or got[i] is g
+
+
+def test_copysign_signs_zeros_and_gradients():
+    x = mg.tensor([1.0, -2.0, 0.0, -0.0, 3.0, -np.inf], requires_grad=True)
+    y = mg.tensor([-1.0, -0.0, -3.0, 2.0, np.nan, 1.0], requires_grad=True)
+    z = mg.copysign(x, y)
+    assert np.array_equal(np.signbit(z.numpy()), [True, True, True, False, False, False])
+    assert z.numpy()[-1] == np.inf
+    z.backward(mg.ones(6))
+    assert x.grad.tolist() == [-1.0, 1.0, 0.0, 0.0, 1.0, -1.0]  # 0 at x = 0: z is flat there
+    assert y.grad.tolist() == [0.0] * 6  # zeros, as torch, not None
+    assert mg.copysign(mg.tensor([1, 2]), -1).dtype == np.float32  # integers give float32
+    w = mg.tensor([1.0, -2.0])
+    assert w.copysign_(-1.0) is w and w.tolist() == [-1.0, -2.0]

@@ -22,13 +22,15 @@ ARGS = {
     "div": (X[2] + 1,),
     "divide": (2.0,), "true_divide": (4.0,), "floor_divide": (0.3,), "fmod": (0.3,), "remainder": (0.3,),
     "pow": (2.0,), "atan2": (X[0],), "arctan2": (X[2],), "hypot": (X[1],), "xlogy": (X[1],),
+    "copysign": (X[2],),
     "lerp": (X[1], 0.25),
     "clamp": (0.3, 0.6), "clip": (None, 0.5), "clamp_min": (0.4,), "clamp_max": (0.6,),
     "eq": (X[0],), "ne": (0.5,), "lt": (0.5,), "le": (X[1],), "gt": (0.5,), "ge": (X[2],),
     "logical_and": (X[0] > 0.5,), "logical_or": (MASK,), "logical_xor": (X[1] > 0.3,),
     "cumsum": (1,), "cumprod": (0,), "masked_fill": (MASK, -1.5),
     "scatter": (1, INDEX, X[:2] * 10), "scatter_add": (1, INDEX, X[:2] * 10),
-    "index_add": (1, INDEX[0], X[:, :4]),
+    "scatter_reduce": (1, INDEX, X[:2] * 10, "amax"),
+    "index_add": (1, INDEX[0], X[:, :4]), "index_fill": (1, INDEX[1], -2.5),
 }
 INTEGER_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"}
 # torch has no derivative of floor_divide (minigrad's is 0, as for every rounding op); its logical

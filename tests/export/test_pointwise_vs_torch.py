@@ -101,6 +101,7 @@ BINARY_OPS = [
     pytest.param(pointwise.Hypot, _pairs(arrays, arrays), id="Hypot"),
     pytest.param(pointwise.LogAddExp, _pairs(lambda s: arrays(s, -30, 30), arrays), id="LogAddExp"),
     pytest.param(pointwise.XLogY, _pairs(arrays, lambda s: arrays(s, 0.1, 3)), id="XLogY"),
+    pytest.param(pointwise.CopySign, _pairs(arrays, arrays), id="CopySign"),
     pytest.param(rounding.Remainder, _quotients_off_integers, id="Remainder"),
     pytest.param(rounding.Fmod, _quotients_off_integers, id="Fmod"),
 ]
@@ -217,6 +218,7 @@ BINARY_API = [
                  lambda s: arrays(s, away_from_zero=1e-3), id="hypot"),
     pytest.param(mg.logaddexp, torch.logaddexp, arrays, arrays, id="logaddexp"),
     pytest.param(mg.xlogy, torch.xlogy, arrays, positive, id="xlogy"),
+    pytest.param(mg.copysign, torch.copysign, arrays, arrays, id="copysign"),
     pytest.param(lambda a, b: a.lerp(b, 0.3), lambda a, b: torch.lerp(a, b, 0.3), arrays, arrays, id="lerp"),
     pytest.param(lambda a, b: mg.lerp(a, b, b), lambda a, b: torch.lerp(a, b, b), arrays, arrays,
                  id="lerp-tensor-weight"),
@@ -280,6 +282,38 @@ def test_comparisons_and_logic_as_torch(name, data):
     want = getattr(torch, name)(torch.from_numpy(a), torch.from_numpy(b))
     assert want.dtype == torch.bool and out.dtype == np.bool_
     np.testing.assert_array_equal(out.numpy(), want.numpy())
+
+
+class _Other:
+    pass
+
+
+@pytest.mark.parametrize("other", [None, [2.0, 4.0], (2.0, 1.0), "a", _Other()],
+                         ids=["None", "list", "tuple", "str", "object"])
+def test_comparisons_with_none_lists_and_objects_as_torch(other):
+    """torch's comparison operators take a tensor or a number; anything else gives NotImplemented
+    and Python's fallback: == False, != True, < a TypeError; torch.eq(x, None) is a TypeError."""
+    ours, theirs = mg.tensor([2.0, 3.0]), torch.tensor([2.0, 3.0])
+    for compare in (lambda a, b: a == b, lambda a, b: a != b, lambda a, b: b == a, lambda a, b: b != a):
+        want = compare(theirs, other)
+        assert type(want) is bool and compare(ours, other) is want
+    for name in ("eq", "ne", "lt", "le", "gt", "ge"):
+        with pytest.raises(TypeError):
+            getattr(torch, name)(theirs, other)
+        with pytest.raises(TypeError, match=f"{name}: compares a tensor"):
+            getattr(mg, name)(ours, other)
+    for order in (lambda a, b: a < b, lambda a, b: a >= b):
+        with pytest.raises(TypeError):
+            order(theirs, other)
+        with pytest.raises(TypeError):
+            order(ours, other)
+
+
+def test_a_batch_compared_with_none_is_false_as_torch():
+    """The book's generate: `if idx_next == eos_id: break` with eos_id None, for a batch of two."""
+    for lib in (torch, mg):
+        idx_next = lib.tensor([[3], [4]])
+        assert (idx_next == None) is False  # noqa: E711
 
 
 @fewer
