@@ -7,19 +7,22 @@
     opt.step(); sched.step(); opt.zero_grad()
 
 PyTorch's schedulers live in `optim.lr_scheduler` (StepLR, MultiStepLR, ExponentialLR,
-CosineAnnealingLR, LambdaLR, LinearLR, SequentialLR, OneCycleLR), as in torch.
+CosineAnnealingLR, LambdaLR, LinearLR, SequentialLR, OneCycleLR, CosineAnnealingWarmRestarts,
+ReduceLROnPlateau), as in torch.
 """
 
 from . import lr_scheduler
 from .adaptive import Adagrad, RMSprop
 from .lr_scheduler import (
     CosineAnnealingLR,
+    CosineAnnealingWarmRestarts,
     ExponentialLR,
     LambdaLR,
     LinearLR,
     LRScheduler,
     MultiStepLR,
     OneCycleLR,
+    ReduceLROnPlateau,
     SequentialLR,
     StepLR,
 )
@@ -28,8 +31,9 @@ from .optimizers import SGD, Adam, AdamW, clip_grad_norm_
 from .schedules import InverseSqrt, WarmupCosine, cosine_lr, inverse_sqrt_lr, step_lr
 
 __all__ = [
-    "SGD", "Adagrad", "Adam", "AdamW", "CosineAnnealingLR", "ExponentialLR", "InverseSqrt",
-    "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR", "OneCycleLR", "Optimizer", "RMSprop",
-    "SequentialLR", "StepLR", "WarmupCosine", "clip_grad_norm_", "cosine_lr", "flatten_state",
-    "inverse_sqrt_lr", "lr_scheduler", "step_lr", "unflatten_state",
+    "SGD", "Adagrad", "Adam", "AdamW", "CosineAnnealingLR", "CosineAnnealingWarmRestarts",
+    "ExponentialLR", "InverseSqrt", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR", "OneCycleLR",
+    "Optimizer", "RMSprop", "ReduceLROnPlateau", "SequentialLR", "StepLR", "WarmupCosine",
+    "clip_grad_norm_", "cosine_lr", "flatten_state", "inverse_sqrt_lr", "lr_scheduler", "step_lr",
+    "unflatten_state",
 ]

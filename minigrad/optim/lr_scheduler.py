@@ -1,6 +1,7 @@
 """PyTorch's learning-rate schedulers (`torch.optim.lr_scheduler`), with its names, arguments,
-defaults and numbers: StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LambdaLR,
-LinearLR, SequentialLR and OneCycleLR.
+defaults and numbers: StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR,
+CosineAnnealingWarmRestarts, LambdaLR, LinearLR, SequentialLR, OneCycleLR, and
+ReduceLROnPlateau (which steps on a measured metric instead of a count).
 
     sched = lr_scheduler.StepLR(opt, step_size=30, gamma=0.1)
     for epoch in range(100):
@@ -22,8 +23,8 @@ from .optimizer import Optimizer
 from .scheduler import LRScheduler, _require
 
 __all__ = [
-    "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR",
-    "OneCycleLR", "SequentialLR", "StepLR",
+    "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "ExponentialLR", "LRScheduler", "LambdaLR",
+    "LinearLR", "MultiStepLR", "OneCycleLR", "ReduceLROnPlateau", "SequentialLR", "StepLR",
 ]
 
 
@@ -201,6 +202,162 @@ class CosineAnnealingLR(LRScheduler):
     def _get_closed_form_lr(self) -> list[float]:
         cos = math.cos(math.pi * self.last_epoch / self.T_max)
         return [self.eta_min + (base - self.eta_min) * (1 + cos) / 2 for base in self.base_lrs]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """SGDR (Loshchilov & Hutter, 2017): a half cosine from each group's initial lr down to
+    eta_min over T_i steps, then a restart at the initial lr, each period T_mult times longer:
+        lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * T_cur / T_i)) / 2
+    where T_cur counts the steps since the last restart (T_0 the first period).
+
+    `step()` advances one step; `step(epoch)` jumps to `epoch`, which may be fractional, as in
+    PyTorch's `scheduler.step(epoch + i / len(loader))` inside an epoch.
+
+    Args:
+        optimizer: the optimizer whose learning rates are set.
+        T_0: steps of the first period (a positive int).
+        T_mult: how many times longer each period is than the one before (an int >= 1).
+        eta_min: the smallest learning rate.
+        last_epoch: the index of the last step (-1 starts a new schedule).
+    """
+
+    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,
+                 last_epoch: int = -1):
+        _require(isinstance(T_0, int) and T_0 > 0, f"CosineAnnealingWarmRestarts: expected a positive "
+                 f"integer T_0, but got {T_0}")
+        _require(isinstance(T_mult, int) and T_mult >= 1, f"CosineAnnealingWarmRestarts: expected an "
+                 f"integer T_mult >= 1, but got {T_mult}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur: float = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        cos = math.cos(math.pi * self.T_cur / self.T_i)
+        return [self.eta_min + (base - self.eta_min) * (1 + cos) / 2 for base in self.base_lrs]
+
+    def step(self, epoch: float | None = None) -> None:
+        """One step on, or to `epoch` (>= 0, may be fractional)."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur += 1
+            if self.T_cur >= self.T_i:  # a restart
+                self.T_cur -= self.T_i
+                self.T_i *= self.T_mult
+        elif epoch < 0:
+            raise ValueError(f"CosineAnnealingWarmRestarts: expected a non-negative epoch, "
+                             f"but got {epoch}")
+        elif epoch >= self.T_0 and self.T_mult == 1:
+            self.T_cur = epoch % self.T_0
+        elif epoch >= self.T_0:  # the period holding epoch: T_0 (T_mult^n - 1) / (T_mult - 1) <= epoch
+            n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+            self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+            self.T_i = self.T_0 * self.T_mult ** n
+        else:
+            self.T_i, self.T_cur = self.T_0, epoch
+        self.last_epoch = math.floor(epoch)
+        self._set(self.get_lr())
+
+    def state_dict(self) -> dict[str, Any]:
+        """The base state and where the schedule is in its period (T_cur of T_i)."""
+        return {**super().state_dict(), "T_cur": self.T_cur, "T_i": self.T_i}
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        super().load_state_dict(state_dict)
+        self.T_cur, self.T_i = float(state_dict["T_cur"]), int(state_dict["T_i"])
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """Multiply each group's lr by `factor` when a metric has stopped improving for more than
+    `patience` steps: `scheduler.step(val_loss)` once per evaluation, as PyTorch's.
+
+    "Improving" is, for mode "min", a value below best * (1 - threshold) (threshold_mode
+    "rel") or below best - threshold ("abs"); for "max" above best * (1 + threshold) or best +
+    threshold. After a reduction, `cooldown` steps pass before bad steps count again. No lr
+    goes below its min_lr, and a change smaller than eps is not made.
+
+    Args:
+        optimizer: the optimizer whose learning rates are set.
+        mode: "min" (a loss) or "max" (an accuracy).
+        factor: the factor of a reduction (< 1).
+        patience: how many steps without improvement are tolerated.
+        threshold: the least change that counts as an improvement.
+        threshold_mode: "rel" or "abs".
+        cooldown: steps to wait after a reduction.
+        min_lr: the lowest lr, one for all groups or a list with one per group.
+        eps: the smallest change of lr that is made.
+    """
+
+    def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10,
+                 threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
+                 min_lr: float | Sequence[float] = 0, eps: float = 1e-8):
+        _require(factor < 1.0, f"ReduceLROnPlateau: factor should be < 1.0, got {factor}")
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"ReduceLROnPlateau: expected an Optimizer, not {type(optimizer).__name__}")
+        if mode not in ("min", "max"):
+            raise ValueError(f"ReduceLROnPlateau: mode {mode!r} is unknown (use 'min' or 'max')")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"ReduceLROnPlateau: threshold mode {threshold_mode!r} is unknown "
+                             "(use 'rel' or 'abs')")
+        groups = len(optimizer.param_groups)
+        if isinstance(min_lr, (list, tuple)):
+            _require(len(min_lr) == groups,
+                     f"ReduceLROnPlateau: expected {groups} min_lrs, got {len(min_lr)}")
+            self.min_lrs = [float(m) for m in min_lr]
+        else:
+            self.min_lrs = [float(min_lr)] * groups
+        self.optimizer, self.mode, self.factor, self.patience = optimizer, mode, factor, patience
+        self.threshold, self.threshold_mode = threshold, threshold_mode
+        self.cooldown, self.eps = cooldown, eps
+        self.last_epoch = 0
+        self.best = math.inf if mode == "min" else -math.inf
+        self.num_bad_epochs = self.cooldown_counter = 0
+        self._last_lr = [group["lr"] for group in optimizer.param_groups]
+
+    def get_lr(self) -> list[float]:
+        return [group["lr"] for group in self.optimizer.param_groups]
+
+    def is_better(self, a: float, best: float) -> bool:
+        """Whether the metric a improves on best, by the mode and threshold."""
+        rel = self.threshold_mode == "rel"
+        if self.mode == "min":
+            return a < (best * (1 - self.threshold) if rel else best - self.threshold)
+        return a > (best * (1 + self.threshold) if rel else best + self.threshold)
+
+    @property
+    def in_cooldown(self) -> bool:
+        return self.cooldown_counter > 0
+
+    def step(self, metrics: Any) -> None:  # type: ignore[override]
+        """Take the metric of this evaluation (a number or a 0-d tensor) and reduce if due."""
+        current = float(metrics)
+        self.last_epoch += 1
+        if self.is_better(current, self.best):
+            self.best, self.num_bad_epochs = current, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.in_cooldown:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0  # bad steps in the cooldown do not count
+        if self.num_bad_epochs > self.patience:
+            for group, low in zip(self.optimizer.param_groups, self.min_lrs):
+                new = max(group["lr"] * self.factor, low)
+                if group["lr"] - new > self.eps:
+                    group["lr"] = new
+            self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"last_epoch": self.last_epoch, "best": self.best, "num_bad_epochs": self.num_bad_epochs,
+                "cooldown_counter": self.cooldown_counter, "last_lr": list(self._last_lr)}
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        self.last_epoch = int(state_dict["last_epoch"])
+        self.best = float(state_dict["best"])
+        self.num_bad_epochs = int(state_dict["num_bad_epochs"])
+        self.cooldown_counter = int(state_dict["cooldown_counter"])
+        self._last_lr = [float(x) for x in state_dict["last_lr"]]
 
 
 class SequentialLR(LRScheduler):

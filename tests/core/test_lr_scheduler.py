@@ -83,6 +83,9 @@ CASES = [
                                            base_momentum=[0.8, 0.7], max_momentum=0.9), id="onecycle-3"),
     pytest.param(lambda m, o: m.OneCycleLR(o, 0.3, total_steps=STEPS, cycle_momentum=False),
                  id="onecycle-no-momentum"),
+    pytest.param(lambda m, o: m.CosineAnnealingWarmRestarts(o, T_0=7), id="warm-restarts"),
+    pytest.param(lambda m, o: m.CosineAnnealingWarmRestarts(o, 3, T_mult=2, eta_min=0.001),
+                 id="warm-restarts-mult"),
     pytest.param(lambda m, o: m.SequentialLR(
         o, [m.LinearLR(o, start_factor=0.1, total_iters=5), m.CosineAnnealingLR(o, T_max=10),
             m.StepLR(o, 4, gamma=0.5)], milestones=[5, 15]), id="sequential"),
@@ -337,3 +340,76 @@ def test_a_subclass_defines_get_lr_as_in_torch():
 def test_unflatten_refuses_names_flatten_does_not_write():
     with pytest.raises(ValueError, match="not a name that flatten_state writes"):
         optim.unflatten_state({"_schedulers.x.last_epoch": np.array(1)})
+
+
+# --------------------------------------------------------------------------- warm restarts, plateaus
+
+
+@pytest.mark.parametrize("T_mult", [1, 2, 3])
+def test_warm_restarts_at_fractional_epochs_like_torch(T_mult):
+    mine, theirs = optimizers()
+    ms, ts = M.CosineAnnealingWarmRestarts(mine, 4, T_mult), T.CosineAnnealingWarmRestarts(theirs, 4, T_mult)
+    for epoch in [0.25, 1.5, 3.99, 4.0, 7.3, 12.0, 30.5, 2.0]:  # as step(epoch + i / len(loader)), and back
+        ms.step(epoch)
+        ts.step(epoch)
+        assert ms.get_last_lr() == ts.get_last_lr() and ms.last_epoch == ts.last_epoch
+        assert (ms.T_cur, ms.T_i) == (ts.T_cur, ts.T_i)
+    ms.step()
+    ts.step()
+    assert ms.get_last_lr() == ts.get_last_lr()
+    with pytest.raises(ValueError, match="expected a non-negative epoch, but got -1"):
+        ms.step(-1)
+
+
+def plateau_trace(lib, make, metrics):
+    opt = optimizers()[0 if lib is M else 1]
+    sched = make(lib, opt)
+    out = []
+    for m in metrics:
+        sched.step(m)
+        out.append(([g["lr"] for g in opt.param_groups], sched.num_bad_epochs, sched.cooldown_counter,
+                    sched.best, sched.last_epoch))
+    return out
+
+
+PLATEAU_METRICS = [1.0, 0.9, 0.9, 0.95, 0.9, 0.91, 0.8, 0.85, 0.85, 0.85, 0.85, 0.7, 0.7, 0.7, 0.71, 0.72] * 2
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda m, o: m.ReduceLROnPlateau(o), id="defaults"),
+    pytest.param(lambda m, o: m.ReduceLROnPlateau(o, patience=1, factor=0.5), id="patience-1"),
+    pytest.param(lambda m, o: m.ReduceLROnPlateau(o, "max", 0.3, 2, threshold=0.05), id="max"),
+    pytest.param(lambda m, o: m.ReduceLROnPlateau(o, patience=0, threshold=0.02, threshold_mode="abs",
+                                                  cooldown=2, min_lr=[0.01, 0.02]), id="abs-cooldown-min"),
+    pytest.param(lambda m, o: m.ReduceLROnPlateau(o, patience=0, factor=0.9, eps=0.02), id="eps"),
+])
+def test_reduce_on_plateau_like_torch(make):
+    assert plateau_trace(M, make, PLATEAU_METRICS) == plateau_trace(T, make, PLATEAU_METRICS)
+
+
+def test_reduce_on_plateau_takes_a_tensor_and_resumes():
+    opt, _ = optimizers()
+    sched = M.ReduceLROnPlateau(opt, patience=1)
+    for m in (1.0, 1.0, 1.0):
+        sched.step(mg.tensor(m))
+    assert [g["lr"] for g in opt.param_groups] == pytest.approx([0.01, 0.0025])
+    again = M.ReduceLROnPlateau(opt, patience=1)
+    again.load_state_dict(json.loads(json.dumps(sched.state_dict())))
+    assert (again.best, again.num_bad_epochs, again.last_epoch) == (1.0, 0, 3)
+
+
+@pytest.mark.parametrize("make, error, message", [
+    (lambda m, o: m.ReduceLROnPlateau(o, factor=1.0), ValueError, "factor should be < 1.0"),
+    (lambda m, o: m.ReduceLROnPlateau(o, mode="up"), ValueError, "mode 'up' is unknown"),
+    (lambda m, o: m.ReduceLROnPlateau(o, threshold_mode="pct"), ValueError,
+     "threshold mode 'pct' is unknown"),
+    (lambda m, o: m.ReduceLROnPlateau(o, min_lr=[0.1]), ValueError, "expected 2 min_lrs, got 1"),
+    (lambda m, o: m.CosineAnnealingWarmRestarts(o, 0), ValueError, "expected a positive integer T_0"),
+    (lambda m, o: m.CosineAnnealingWarmRestarts(o, 2, T_mult=0), ValueError, "integer T_mult >= 1"),
+])
+def test_warm_restarts_and_plateau_arguments_are_checked(make, error, message):
+    mine, theirs = optimizers()
+    with pytest.raises(error, match=message):
+        make(M, mine)
+    with pytest.raises(error):
+        make(T, theirs)
