@@ -2,20 +2,34 @@
 
 from . import functional, init, utils
 from .activation import (
+    CELU,
     ELU,
     GELU,
+    GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
     Hardtanh,
     LeakyReLU,
     LogSigmoid,
     LogSoftmax,
     Mish,
+    PReLU,
     ReLU,
+    ReLU6,
+    RReLU,
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2d,
     Softmin,
     Softplus,
+    Softshrink,
+    Softsign,
     Tanh,
+    Tanhshrink,
+    Threshold,
 )
 from .attention import (
     AdditiveAttention,
@@ -29,8 +43,8 @@ from .attention import (
 from .attention.maps import AttentionMaps, AttentionRecord, record_attention
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .bilinear import Bilinear
-from .containers import ModuleDict, ModuleList, Sequential
-from .conv import Conv1d, Conv2d
+from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear
@@ -46,7 +60,7 @@ from .losses import (
     SmoothL1Loss,
 )
 from .module import Module, Parameter, evaluating
-from .normalization import GroupNorm, LayerNorm
+from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .recurrent import GRUCell, LSTMCell, RNNCell
@@ -58,6 +72,7 @@ from .transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
     "GELU", "AdditiveAttention", "AttentionMaps", "AttentionRecord", "BilinearAttention", "Dropout",
@@ -70,16 +85,21 @@ __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "ELU", "Hardtanh", "HuberLoss", "KLDivLoss", "L1Loss",
     "LeakyReLU", "LogSigmoid", "LogSoftmax", "MSELoss", "Mish", "NLLLoss", "SiLU", "SmoothL1Loss", "Softmin",
     "Softplus",
+    "CELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "PReLU", "RReLU", "ReLU6", "SELU", "Softmax2d",
+    "Softshrink", "Softsign", "Tanhshrink", "Threshold",
     # containers and shape
-    "Flatten", "ModuleDict", "Unflatten",
+    "Flatten", "ModuleDict", "ParameterDict", "ParameterList", "Unflatten",
     # submodules
     "utils",
     # recurrent layers
     "GRU", "LSTM", "LSTMCell", "RNN",
     # normalization and bilinear layers
-    "Bilinear", "GroupNorm",
+    "Bilinear", "GroupNorm", "RMSNorm",
     # batch normalization
     "BatchNorm1d", "BatchNorm2d",
     # convolution and pooling layers
     "AdaptiveAvgPool2d", "AvgPool2d", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d",
+    # upsampling layers
+    "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
+    "ConvTranspose1d", "ConvTranspose2d",
 ]

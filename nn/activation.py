@@ -1,18 +1,21 @@
 """Activations, as torch.nn's activation.py: the functional forms (relu, tanh, sigmoid, gelu,
 softmax, log_softmax, and the others with `torch.nn.functional`'s names, arguments and
-defaults: softplus, elu, ...) and their modules (ReLU, GELU, ..., LogSoftmax).
+defaults: softplus, elu, ..., relu6, hardswish, selu, glu, prelu, rrelu, ...) and their modules
+(ReLU, GELU, ..., LogSoftmax, ReLU6, ..., Softmax2d, PReLU). `inplace=True` writes the result
+into the input and returns it, as torch (`_in_place`).
 
 Each function is a composition of differentiable Tensor ops or one Function with forward and
 backward side by side: gelu is the fused kernel GELUOp (its tanh form in cache-sized pieces,
 nn/_pieces.py); softplus and elu need log1p and expm1 on the array for their stable forms
-(SoftplusOp, ELUOp), and logsigmoid and mish are built on softplus. relu, tanh, sigmoid,
-softmax and log_softmax are the core's ops (minigrad/ops/).
+(SoftplusOp, ELUOp; selu and celu are ELUOp with torch's scale and input_scale), and
+logsigmoid and mish are built on softplus. relu, tanh, sigmoid, softmax and log_softmax are the
+core's ops (minigrad/ops/).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -20,15 +23,17 @@ from minigrad import Tensor, where
 from minigrad.autograd import Function
 from minigrad.ops.erf import erf, erf_float32
 from minigrad.ops.reduce import LogSoftmaxOp, SoftmaxOp, narrowed, widened
+from minigrad.random import generator
 
+from . import init as nn_init
 from ._checks import _need_tensor as _need
 from ._pieces import by_pieces
-from .module import Module
+from .module import Module, Parameter
 
 
-def relu(input: Tensor) -> Tensor:
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
     _need("relu", "the input", input)
-    return input.relu()
+    return input.relu_() if inplace else input.relu()
 
 
 def tanh(input: Tensor) -> Tensor:
@@ -154,6 +159,16 @@ def _need_float(fn: str, x: Tensor) -> None:
         raise TypeError(f"{fn}: the input has dtype {x.dtype}; convert it with x.float() or x.double()")
 
 
+def _in_place(input: Tensor, inplace: bool, fn: str, compute: Callable[[Tensor], Tensor]) -> Tensor:
+    """compute(input), or with inplace=True its result written into input and input returned, as
+    torch's F.<fn>(x, inplace=True) (`Tensor._take_result`: a leaf that requires grad is
+    refused). The composition then runs on a clone of the input: the ops inside it that saved
+    their input for backward saved the clone, which the write leaves as it was."""
+    if not inplace:
+        return compute(input)
+    return input._take_result(compute(input.clone()), f"{fn}_")
+
+
 # ----------------------------------------------------------------------------- fused: softplus, elu
 
 
@@ -187,24 +202,30 @@ class SoftplusOp(Function):
 
 
 class ELUOp(Function):
-    """z = x for x > 0, alpha * (exp(x) - 1) otherwise
-    dx = g for x > 0, g * alpha * exp(x) otherwise
+    """z = scale * x for x > 0, scale * alpha * (exp(input_scale * x) - 1) otherwise
+    dx = g * scale for x > 0, g * scale * alpha * input_scale * exp(input_scale * x) otherwise
 
-    expm1 keeps small negative x exact (exp(x) - 1 loses every digit below 1e-8); exp is
-    taken of min(x, 0), so a large positive x never overflows in the unused branch.
+    torch's elu kernel: elu is scale = input_scale = 1, selu its fixed alpha and scale, celu
+    input_scale = 1 / alpha (the factors of 1 are exact, so elu's values are those of
+    alpha * expm1(x)). expm1 keeps small negative x exact (exp(x) - 1 loses every digit below
+    1e-8); exp is taken of min(x, 0), so a large positive x never overflows in the unused branch.
     """
 
     @staticmethod
-    def forward(ctx, x, *, alpha=1.0):
-        neg = np.minimum(x, 0)
+    def forward(ctx, x, *, alpha=1.0, scale=1.0, input_scale=1.0):
+        neg = np.minimum(x, 0) * x.dtype.type(input_scale)
         ctx.save_for_backward(x, neg)
-        ctx.alpha = alpha
-        return np.where(x > 0, x, x.dtype.type(alpha) * np.expm1(neg))
+        ctx.alpha, ctx.scale, ctx.input_scale = alpha, scale, input_scale
+        pos = x if scale == 1 else x * x.dtype.type(scale)
+        return np.where(x > 0, pos, x.dtype.type(alpha * scale) * np.expm1(neg))
 
     @staticmethod
     def backward(ctx, g):
         x, neg = ctx.saved
-        return np.where(x > 0, g, g * g.dtype.type(ctx.alpha) * np.exp(neg)).astype(g.dtype, copy=False)
+        t = g.dtype.type
+        pos = g if ctx.scale == 1 else g * t(ctx.scale)
+        neg_grad = g * t(ctx.alpha * ctx.scale * ctx.input_scale) * np.exp(neg)
+        return np.where(x > 0, pos, neg_grad).astype(g.dtype, copy=False)
 
 
 # ----------------------------------------------------------------------------- activations
@@ -227,42 +248,47 @@ def logsigmoid(input: Tensor) -> Tensor:
     return -SoftplusOp.apply(-input, beta=1.0, threshold=float("inf"))
 
 
-def elu(input: Tensor, alpha: float = 1.0) -> Tensor:
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x for x > 0, alpha * (exp(x) - 1) otherwise."""
     _need_tensor("elu", input)
     _need_float("elu", input)
-    return ELUOp.apply(input, alpha=float(alpha))
+    return _in_place(input, inplace, "elu", lambda x: ELUOp.apply(x, alpha=float(alpha)))
 
 
-def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x for x > 0, negative_slope * x otherwise (the gradient at 0 is negative_slope, as torch)."""
     _need_tensor("leaky_relu", input)
     _need_float("leaky_relu", input)
-    return where(input._data > 0, input, input * negative_slope)
+    return _in_place(input, inplace, "leaky_relu", lambda x: where(x._data > 0, x, x * negative_slope))
 
 
-def silu(input: Tensor) -> Tensor:
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x) (also called swish)."""
     _need_tensor("silu", input)
     _need_float("silu", input)
-    return input * input.sigmoid()
+    return _in_place(input, inplace, "silu", lambda x: x * x.sigmoid())
 
 
-def mish(input: Tensor) -> Tensor:
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * tanh(softplus(x))."""
     _need_tensor("mish", input)
     _need_float("mish", input)
-    return input * SoftplusOp.apply(input, beta=1.0, threshold=20.0).tanh()
+    return _in_place(input, inplace, "mish",
+                     lambda x: x * SoftplusOp.apply(x, beta=1.0, threshold=20.0).tanh())
 
 
-def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
     """x clipped to [min_val, max_val]; as in torch the gradient is 0 at the bounds themselves
     (clip would pass it there), so the mask is strict."""
     _need_tensor("hardtanh", input)
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val {min_val} must not exceed max_val {max_val}")
-    inside = (input._data > min_val) & (input._data < max_val)
-    return where(inside, input, input.detach().clip(min_val, max_val))
+    return _in_place(input, inplace, "hardtanh", lambda x: _hardtanh(x, min_val, max_val))
+
+
+def _hardtanh(x: Tensor, min_val: float, max_val: float) -> Tensor:
+    inside = (x._data > min_val) & (x._data < max_val)
+    return where(inside, x, x.detach().clip(min_val, max_val))
 
 
 def softmin(input: Tensor, dim: int = -1) -> Tensor:
@@ -271,6 +297,170 @@ def softmin(input: Tensor, dim: int = -1) -> Tensor:
     _need_tensor("softmin", input)
     _need_float("softmin", input)
     return (-input).softmax(dim)
+
+
+# ----------------------------------------------------------------------------- more activations
+# torch's relu6 ... rrelu, prelu, glu. Each is a composition of Tensor ops (selu and celu: of
+# ELUOp, torch's elu kernel); the kinks follow torch's one-sided rules, stated per function.
+# An unused branch of a `where` gets the gradient 0, and 0 * inf is NaN, so no branch is
+# computed where it could be infinite for a finite input or for +-inf (hardswish's middle piece
+# is taken of x clipped to [-3, 3], prelu's w * x of min(x, 0)).
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x, 0), 6): hardtanh(x, 0, 6), so the gradient is 0 at 0 and at 6 themselves, as torch."""
+    _need_tensor("relu6", input)
+    return _in_place(input, inplace, "relu6", lambda x: _hardtanh(x, 0.0, 6.0))
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """relu6(x + 3) / 6: 0 below -3, 1 above 3, linear between; the gradient 1/6 strictly inside
+    (-3, 3), 0 at -3 and 3 themselves (as torch)."""
+    _need_tensor("hardsigmoid", input)
+    _need_float("hardsigmoid", input)
+    return _in_place(input, inplace, "hardsigmoid", lambda x: _hardtanh(x + 3, 0.0, 6.0) / 6)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * relu6(x + 3) / 6: 0 for x <= -3, x * (x + 3) / 6 for -3 < x < 3, x for x >= 3.
+    The gradient (2x + 3) / 6 inside; at the kinks torch's: 0 at -3, 1 at 3. hardswish(-inf) is
+    0 (torch's -inf * 0 gives NaN there); NaN gives NaN, with the gradient 1 (as torch)."""
+    _need_tensor("hardswish", input)
+    _need_float("hardswish", input)
+    return _in_place(input, inplace, "hardswish", _hardswish)
+
+
+def _hardswish(x: Tensor) -> Tensor:
+    middle = x.clip(-3.0, 3.0)  # equal to x where it is used, finite everywhere
+    return where(x._data <= -3, 0.0, where(x._data < 3, middle * (middle + 3) / 6, x))
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """scale * (x for x > 0, alpha * (exp(x) - 1) otherwise), with Klambauer et al.'s fixed
+    alpha = 1.6732632423543772 and scale = 1.0507009873554805 (torch's constants)."""
+    _need_tensor("selu", input)
+    _need_float("selu", input)
+    return _in_place(input, inplace, "selu", lambda x: ELUOp.apply(x, alpha=_SELU_ALPHA, scale=_SELU_SCALE))
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x for x > 0, alpha * (exp(x / alpha) - 1) otherwise: continuously differentiable (the
+    gradient is 1 at 0 from both sides)."""
+    _need_tensor("celu", input)
+    _need_float("celu", input)
+    if alpha == 0:
+        raise ZeroDivisionError("celu: alpha cannot be 0 (it divides the input)")
+    alpha = float(alpha)
+    return _in_place(input, inplace, "celu", lambda x: ELUOp.apply(x, alpha=alpha, input_scale=1.0 / alpha))
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """a * sigmoid(b), where a and b are the first and second halves of the input along dim.
+
+    Shape: input (*, 2N, *) along dim; output (*, N, *).
+    """
+    _need_tensor("glu", input)
+    _need_float("glu", input)
+    if input.ndim == 0:
+        raise ValueError("glu: a 0-d input has no dimension to halve (glu needs an even size along dim)")
+    if not -input.ndim <= dim < input.ndim:
+        raise IndexError(f"glu: dim {dim} is out of range for an input of shape {input.shape}")
+    if input.shape[dim] % 2:
+        raise ValueError(f"glu: the halved dimension must be even, but dimension {dim % input.ndim} of "
+                         f"the input of shape {input.shape} is size {input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def softsign(input: Tensor) -> Tensor:
+    """x / (1 + |x|); the gradient 1 / (1 + |x|)^2. As torch, which computes the same quotient,
+    +-inf gives inf / inf = NaN."""
+    _need_tensor("softsign", input)
+    _need_float("softsign", input)
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """x - tanh(x)."""
+    _need_tensor("tanhshrink", input)
+    _need_float("tanhshrink", input)
+    return input - input.tanh()
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """x where x > threshold, else value; the gradient 1 where x > threshold, 0 at and below it.
+    NaN stays NaN (torch's test is x <= threshold)."""
+    _need_tensor("threshold", input)
+    return _in_place(input, inplace, "threshold", lambda x: where(x._data <= threshold, value, x))
+
+
+def _need_lambd(fn: str, lambd: float, non_negative: bool) -> None:
+    if not isinstance(lambd, (int, float, np.number)) or isinstance(lambd, bool):
+        raise TypeError(f"{fn}: lambd must be a number, not a {type(lambd).__name__}")
+    if non_negative and lambd < 0:
+        raise ValueError(f"{fn}: lambd must be at least 0, not {lambd}")
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x - lambd for x > lambd, x + lambd for x < -lambd, 0 in [-lambd, lambd] (gradient 0 there,
+    the bounds included, as torch); lambd must be >= 0."""
+    _need_tensor("softshrink", input)
+    _need_float("softshrink", input)
+    _need_lambd("softshrink", lambd, non_negative=True)
+    x = input._data
+    inside = (x >= -lambd) & (x <= lambd)  # NaN is outside, so it stays NaN (as torch)
+    return where(inside, 0.0, where(x > 0, input - lambd, input + lambd))
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x for |x| > lambd, 0 in [-lambd, lambd] (gradient 0 there, the bounds included, as torch)."""
+    _need_tensor("hardshrink", input)
+    _need_float("hardshrink", input)
+    _need_lambd("hardshrink", lambd, non_negative=False)
+    x = input._data
+    return where((x >= -lambd) & (x <= lambd), 0.0, input)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU (Xu et al., 2015): x for x > 0, a * x otherwise. In training each
+    element's slope a is drawn uniformly from [lower, upper] (minigrad's global generator, see
+    `minigrad.manual_seed`) and is its gradient; in evaluation a = (lower + upper) / 2, as
+    leaky_relu."""
+    _need_tensor("rrelu", input)
+    _need_float("rrelu", input)
+    if lower > upper:
+        raise ValueError(f"rrelu: lower {lower} must not exceed upper {upper}")
+    if not training:
+        return _in_place(input, inplace, "rrelu", lambda x: leaky_relu(x, (lower + upper) / 2))
+    slopes = generator().uniform(lower, upper, input.shape).astype(input.dtype)
+    return _in_place(input, inplace, "rrelu", lambda x: where(x._data > 0, x, x * slopes))
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """x for x > 0, weight * x otherwise, the weight broadcast over dim 1 (the channels): one
+    value for every channel (weight of one element), or one per channel (weight of shape (C,)).
+    As torch, the gradient at x = 0 is the weight's, and the weight's gradient sums g * min(x, 0).
+
+    Shape: input (N, C, *), or any shape with a one-element weight; weight () , (1,) or (C,).
+    """
+    _need_tensor("prelu", input)
+    _need_tensor("prelu", weight)
+    _need_float("prelu", input)
+    if weight.ndim > 1:
+        raise ValueError(f"prelu: the weight must be a number or 1-D, but got a weight of shape "
+                         f"{weight.shape}")
+    channels = input.shape[1] if input.ndim >= 2 else 1
+    if weight.numel() not in (1, channels):
+        raise ValueError(f"prelu: the weight of shape {weight.shape} must have 1 element or one per channel "
+                         f"(dim 1): {channels} for the input of shape {input.shape}")
+    w = weight.reshape(()) if weight.numel() == 1 else weight.reshape((channels,) + (1,) * (input.ndim - 2))
+    positive = input._data > 0
+    negative_part = where(positive, 0.0, input)  # min(x, 0), finite where x = inf
+    return where(positive, input, w * negative_part)
 
 
 # ----------------------------------------------------------------------------- one_hot, normalize
@@ -306,11 +496,11 @@ def _norm_at_least(x: Tensor, p: float, dim: Any, eps: float) -> Tensor:
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
-    """x / max(||x||_p, eps) along dim: unit vectors, and zero vectors stay zero."""
+    """x / max(||x||_p, eps) along dim: unit vectors, and zero vectors stay zero. Any p the
+    vector norm takes, as torch: p = 0 divides by the count of nonzeros, p < 0 by a norm that
+    a zero entry makes 0 (so eps)."""
     _need_tensor("normalize", input)
     _need_float("normalize", input)
-    if not p > 0:
-        raise ValueError(f"normalize: p must be positive, not {p}")
     return input / _norm_at_least(input, float(p), dim, eps)
 
 
@@ -330,13 +520,22 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 class ReLU(Module):
     """max(x, 0), elementwise.
 
+    Args:
+        inplace: write the result into the input and return it (as torch).
+
     Shape:
         - Input: any shape (*)
         - Output: the same shape as the input
     """
 
+    def __init__(self, inplace: bool = False):
+        self.inplace = inplace
+
     def forward(self, input: Tensor) -> Tensor:
-        return relu(input)
+        return relu(input, self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class GELU(Module):
@@ -410,35 +609,39 @@ class Softmax(Module):
 class _Activation(Module):
     """The activations below. Shape: Input any shape (*), Output the same shape."""
 
-    def extra_repr(self) -> str:
-        return ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if k != "training")
+    def extra_repr(self) -> str:  # inplace is shown when True, as torch
+        return ", ".join(f"{k}={v!r}" for k, v in vars(self).items()
+                         if k != "training" and not (k == "inplace" and not v))
 
 
 class LeakyReLU(_Activation):
     """x for x > 0, negative_slope * x otherwise: `F.leaky_relu`."""
 
-    def __init__(self, negative_slope: float = 0.01):
-        self.negative_slope = negative_slope
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
+        self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return leaky_relu(input, self.negative_slope)
+        return leaky_relu(input, self.negative_slope, self.inplace)
 
 
 class ELU(_Activation):
     """x for x > 0, alpha * (exp(x) - 1) otherwise: `F.elu`."""
 
-    def __init__(self, alpha: float = 1.0):
-        self.alpha = alpha
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        self.alpha, self.inplace = alpha, inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return elu(input, self.alpha)
+        return elu(input, self.alpha, self.inplace)
 
 
 class SiLU(_Activation):
     """x * sigmoid(x): `F.silu`."""
 
+    def __init__(self, inplace: bool = False):
+        self.inplace = inplace
+
     def forward(self, input: Tensor) -> Tensor:
-        return silu(input)
+        return silu(input, self.inplace)
 
 
 class Softplus(_Activation):
@@ -454,20 +657,23 @@ class Softplus(_Activation):
 class Mish(_Activation):
     """x * tanh(softplus(x)): `F.mish`."""
 
+    def __init__(self, inplace: bool = False):
+        self.inplace = inplace
+
     def forward(self, input: Tensor) -> Tensor:
-        return mish(input)
+        return mish(input, self.inplace)
 
 
 class Hardtanh(_Activation):
     """x clipped to [min_val, max_val]: `F.hardtanh`."""
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
         if min_val > max_val:
             raise ValueError(f"Hardtanh: min_val {min_val} must not exceed max_val {max_val}")
-        self.min_val, self.max_val = min_val, max_val
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return hardtanh(input, self.min_val, self.max_val)
+        return hardtanh(input, self.min_val, self.max_val, self.inplace)
 
 
 class LogSigmoid(_Activation):
@@ -495,3 +701,176 @@ class LogSoftmax(_Activation):
 
     def forward(self, input: Tensor) -> Tensor:
         return log_softmax(input, self.dim)
+
+
+class ReLU6(_Activation):
+    """min(max(x, 0), 6): `F.relu6`."""
+
+    def __init__(self, inplace: bool = False):
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return relu6(input, self.inplace)
+
+
+class Hardsigmoid(_Activation):
+    """relu6(x + 3) / 6: `F.hardsigmoid`."""
+
+    def __init__(self, inplace: bool = False):
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return hardsigmoid(input, self.inplace)
+
+
+class Hardswish(_Activation):
+    """x * relu6(x + 3) / 6 (Howard et al., 2019): `F.hardswish`."""
+
+    def __init__(self, inplace: bool = False):
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return hardswish(input, self.inplace)
+
+
+class SELU(_Activation):
+    """scale * elu(x, alpha) with the self-normalizing constants: `F.selu`."""
+
+    def __init__(self, inplace: bool = False):
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return selu(input, self.inplace)
+
+
+class CELU(_Activation):
+    """x for x > 0, alpha * (exp(x / alpha) - 1) otherwise: `F.celu`."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return celu(input, self.alpha, self.inplace)
+
+
+class GLU(_Activation):
+    """a * sigmoid(b), a and b the halves of the input along dim: `F.glu`.
+
+    Shape:
+        - Input: (*, 2N, *), the even size along dim
+        - Output: (*, N, *)
+    """
+
+    def __init__(self, dim: int = -1):
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return glu(input, self.dim)
+
+
+class Softsign(_Activation):
+    """x / (1 + |x|): `F.softsign`."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return softsign(input)
+
+
+class Tanhshrink(_Activation):
+    """x - tanh(x): `F.tanhshrink`."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return tanhshrink(input)
+
+
+class Threshold(_Activation):
+    """x where x > threshold, else value: `F.threshold`."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return threshold(input, self.threshold, self.value, self.inplace)
+
+
+class Softshrink(_Activation):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between: `F.softshrink`."""
+
+    def __init__(self, lambd: float = 0.5):
+        _need_lambd("Softshrink", lambd, non_negative=True)
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        return softshrink(input, self.lambd)
+
+
+class Hardshrink(_Activation):
+    """x where |x| > lambd, 0 elsewhere: `F.hardshrink`."""
+
+    def __init__(self, lambd: float = 0.5):
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        return hardshrink(input, self.lambd)
+
+
+class RReLU(_Activation):
+    """x for x > 0, a * x otherwise, a drawn from [lower, upper] per element in training and
+    (lower + upper) / 2 in evaluation: `F.rrelu` with training=self.training."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        if lower > upper:
+            raise ValueError(f"RReLU: lower {lower} must not exceed upper {upper}")
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+
+class Softmax2d(_Activation):
+    """softmax over the channels at each position: softmax along dim -3.
+
+    Shape:
+        - Input: (N, C, H, W) or (C, H, W)
+        - Output: the same shape as the input
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        _need_tensor("Softmax2d", input)
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected an input of 3 or 4 dimensions, (C, H, W) or (N, C, H, W), "
+                             f"but got one of shape {input.shape}")
+        return softmax(input, -3)
+
+
+class PReLU(Module):
+    """x for x > 0, weight * x otherwise, with a learned weight: one for all channels
+    (num_parameters=1) or one per channel (num_parameters=C, the input's dim 1): `F.prelu`.
+
+    Args:
+        num_parameters: 1, or C, the number of channels.
+        init: the weight's first value.
+
+    Shape:
+        - Input: (N, C, *), or any shape with num_parameters=1
+        - Output: the same shape as the input
+
+    Attributes:
+        weight: (num_parameters,), float32, every entry `init` at first.
+    """
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25):
+        if not isinstance(num_parameters, int) or num_parameters < 1:
+            raise ValueError(f"PReLU: num_parameters must be a positive integer, not {num_parameters!r}")
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(np.empty(num_parameters, dtype=np.float32))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Every entry of the weight back to `init`, as torch."""
+        nn_init.constant_(self.weight, self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"

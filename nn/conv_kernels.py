@@ -1,6 +1,7 @@
 """The convolution and pooling kernels on NCHW arrays: a 2-D cross-correlation by im2col and one
-matrix product per group, max pooling (each window's gradient goes to its first maximum) and
-average pooling. `g` is always the upstream gradient."""
+matrix product per group, its transpose (the correlation's input gradient as an op), max
+pooling (each window's gradient goes to its first maximum) and average pooling. `g` is always
+the upstream gradient."""
 
 from __future__ import annotations
 
@@ -20,6 +21,13 @@ def pool_out_size(n: int, k: int, stride: int, before: int, after: int, dilation
     if ceil_mode and (out - 1) * stride >= n + before:
         out -= 1
     return out
+
+
+def transpose_out_size(n: int, k: int, stride: int, padding: int, output_padding: int = 0,
+                       dilation: int = 1) -> int:
+    """Output length of a transposed convolution along one axis (PyTorch's rule): the span of
+    the stamps, (n - 1) s + d (k - 1) + 1, less the padding on both sides, plus output_padding."""
+    return (n - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1
 
 
 def _offsets(kernel, stride, dilation, out):
@@ -163,6 +171,66 @@ class Conv2dOp(Function):
         return (dx, dw) if len(needs) == 2 else (dx, dw, db)
 
 
+class ConvTranspose2dOp(Function):
+    """2-D transposed convolution, x (N, C, H, W), W (C, O/G, kH, kW): the gradient of the
+    convolution of an (N, O, OH, OW) input with the weight W (read as a convolution's weight,
+    C outputs from O/G channels per group) with respect to that input, applied to x:
+
+        yp[n, o0(c) + o, h*s + i*d, w*s + j*d] += W[c, o, i, j] * x[n, c, h, w]
+        y = yp cropped by padding on every side (OH = (H - 1) s - 2 p + d (k - 1) + output_padding + 1)
+
+    every input pixel spreading its kernel-sized stamp onto the output, stamps s apart (o0(c):
+    the first output channel of input channel c's group). In matrices, per group, with the
+    input laid out x2 (C/G, N*H*W): yp = col2im(W2^T @ x2) with W2 = W reshaped (C/G, O/G*kH*kW),
+    the input gradient of Conv2dOp (computed a kernel column at a time, `input_grad`);
+    output_padding only lengthens yp at the bottom and right, rows no stamp reaches.
+
+    Backward, with g (N, O, OH, OW) zero-padded by padding to gp and cols = im2col(gp) (the
+    (H, W) windows of size k, stride s, dilation d: one column per input pixel):
+        db = sum over n, p, q of g
+        dx = W2 @ cols                  (a convolution of g with W, stride s, padding p, dilation d:
+                                         the adjoint of the scatter reads back what it spread)
+        dW = x2 @ cols^T                (the product's gradient w.r.t. W2^T, transposed)
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias=None, *, stride=(1, 1), padding=(0, 0), output_padding=(0, 0),
+                dilation=(1, 1), groups=1):
+        N, C, H, W = x.shape
+        kH, kW = weight.shape[2:]
+        OH, OW = (transpose_out_size(n, k, s, p, q, d) for n, k, s, p, q, d in
+                  zip((H, W), (kH, kW), stride, padding, output_padding, dilation))
+        pshape = (OH + 2 * padding[0], OW + 2 * padding[1])
+        x2 = np.ascontiguousarray(x.transpose(1, 0, 2, 3)).reshape(groups, C // groups, N * H * W)
+        yp = input_grad(weight, x2, pshape, stride, dilation, (H, W))  # (O, N, OHp, OWp)
+        pads = (padding[0], padding[0], padding[1], padding[1])
+        y = _cropped(yp, pads, (OH, OW)).transpose(1, 0, 2, 3)  # (N, O, OH, OW)
+        y = y + bias[:, None, None] if bias is not None else np.ascontiguousarray(y)
+        ctx.save_for_backward(x2, weight)
+        ctx.geometry = x.shape, pshape, pads, stride, dilation
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x2, weight = ctx.saved
+        (N, C, H, W), pshape, pads, stride, dilation = ctx.geometry
+        G = x2.shape[0]
+        needs = ctx.needs_input_grad
+        dx = dw = db = None
+        if needs[0] or needs[1]:
+            gp = _padded(g.transpose(1, 0, 2, 3), pads, pshape)  # (O, N, OHp, OWp)
+            cols = im2col(gp, weight.shape[2:], stride, dilation, (H, W))  # (O, kH, kW, N, H, W)
+            cols = cols.reshape(G, weight[0].size, N * H * W)
+            if needs[0]:
+                dx2 = np.matmul(weight.reshape(G, C // G, weight[0].size), cols)  # (G, C/G, N*H*W)
+                dx = np.ascontiguousarray(dx2.reshape(C, N, H, W).transpose(1, 0, 2, 3))
+            if needs[1]:
+                dw = np.matmul(x2, cols.transpose(0, 2, 1)).reshape(weight.shape)
+        if len(needs) == 3 and needs[2]:
+            db = g.sum(axis=(0, 2, 3))
+        return (dx, dw) if len(needs) == 2 else (dx, dw, db)
+
+
 # ----------------------------------------------------------------------------- pooling
 
 
@@ -191,7 +259,8 @@ def max_pool2d_scan(x, kernel, stride, padding, dilation, ceil_mode):
     xp = _padded(x, (padding[0], 0, padding[1], 0), pshape)
     inh = _inside(x.shape[2], kernel[0], stride[0], padding[0], dilation[0], out[0])
     inw = _inside(x.shape[3], kernel[1], stride[1], padding[1], dilation[1], out[1])
-    y = np.full(x.shape[:2] + out, -np.inf, dtype=x.dtype)
+    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min  # integers: max_pool2d's
+    y = np.full(x.shape[:2] + out, lowest, dtype=x.dtype)
     arg = np.full(y.shape, -1, dtype=np.int64)
     for k, where in enumerate(_offsets(kernel, stride, dilation, out)):
         i, j = divmod(k, kernel[1])

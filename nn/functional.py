@@ -3,14 +3,19 @@
 Names and arguments follow `torch.nn.functional`. This module is a facade: each function lives
 with its topic and its modules (linear.py, sparse.py, activation.py, normalization.py,
 dropout.py, classification.py, losses.py, conv.py, pooling.py, padding.py, batchnorm.py,
-bilinear.py, attention/functional.py); they check their arguments (_checks.py) and give errors
+bilinear.py, upsampling.py, attention/functional.py); they check their arguments (_checks.py) and give errors
 that name the function and the shapes.
 """
 
 from .activation import (
+    celu,
     cosine_similarity,
     elu,
     gelu,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
     hardtanh,
     leaky_relu,
     log_softmax,
@@ -18,13 +23,21 @@ from .activation import (
     mish,
     normalize,
     one_hot,
+    prelu,
     relu,
+    relu6,
+    rrelu,
+    selu,
     sigmoid,
     silu,
     softmax,
     softmin,
     softplus,
+    softshrink,
+    softsign,
     tanh,
+    tanhshrink,
+    threshold,
 )
 from .attention.functional import (
     attention_reference,
@@ -35,7 +48,7 @@ from .attention.functional import (
 from .batchnorm import batch_norm
 from .bilinear import bilinear
 from .classification import cross_entropy, nll_loss
-from .conv import conv1d, conv2d
+from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
 from .dropout import dropout
 from .linear import linear
 from .losses import (
@@ -47,10 +60,11 @@ from .losses import (
     mse_loss,
     smooth_l1_loss,
 )
-from .normalization import group_norm, layer_norm
+from .normalization import group_norm, layer_norm, rms_norm
 from .padding import pad
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool1d, max_pool2d
 from .sparse import embedding
+from .upsampling import interpolate
 
 __all__ = [
     "attention_reference", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear",
@@ -59,13 +73,18 @@ __all__ = [
     # activation.py
     "cosine_similarity", "elu", "hardtanh", "leaky_relu", "logsigmoid", "mish", "normalize", "one_hot",
     "silu", "softmin", "softplus",
+    "celu", "glu", "hardshrink", "hardsigmoid", "hardswish", "prelu", "relu6", "rrelu", "selu", "softshrink",
+    "softsign", "tanhshrink", "threshold",
     # losses.py
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "huber_loss", "kl_div", "l1_loss",
     "mse_loss", "smooth_l1_loss",
     # padding.py, normalization.py, bilinear.py
-    "bilinear", "group_norm", "pad",
+    "bilinear", "group_norm", "pad", "rms_norm",
     # batchnorm.py
     "batch_norm",
     # conv.py, pooling.py
     "adaptive_avg_pool2d", "avg_pool2d", "conv1d", "conv2d", "max_pool1d", "max_pool2d",
+    "conv_transpose1d", "conv_transpose2d",
+    # upsampling.py
+    "interpolate",
 ]

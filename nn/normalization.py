@@ -1,10 +1,11 @@
-"""Normalization over features, as torch.nn's normalization.py: group norm (Wu and He, 2018)
-and layer norm, each its functional form and its module (GroupNorm, LayerNorm).
+"""Normalization over features, as torch.nn's normalization.py: group norm (Wu and He, 2018),
+layer norm and RMS norm, each its functional form and its module (GroupNorm, LayerNorm, RMSNorm).
 
 group_norm splits the channels into groups and normalizes each sample's group over its channels
 and positions together: a composition of Tensor ops (mean and biased variance over the group),
 so its gradient is the chain rule through them. layer_norm is one fused kernel, LayerNormOp
-(forward and backward side by side, its rows a block at a time: nn/_pieces.py).
+(forward and backward side by side, its rows a block at a time: nn/_pieces.py). rms_norm is a
+composition again: a row's mean square, its reciprocal square root, the weight.
 """
 
 from __future__ import annotations
@@ -271,6 +272,95 @@ class LayerNorm(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """y = x / sqrt(mean(x^2) + eps) * weight, the mean over the last dimensions
+    `normalized_shape` (Zhang and Sennrich, 2019): layer norm without the mean's shift or a bias.
+
+    eps=None is torch's default: the machine epsilon of the dtype the norm is computed in,
+    `torch.finfo(input.dtype).eps`, except for float16, which is computed in float32 and
+    rounded once (`accumulation_dtype`), as in torch, with float32's eps (torch 2.13 does so:
+    float16's eps would turn [1e-4, -2e-4, 3e-4] into [0.003, ...], not [0.246, ...]).
+
+    A composition of Tensor ops, its gradient the chain rule through them. Each row is first
+    divided by a power of two c >= 1 (detached), the one that brings max |x| into [1, 2):
+        y = (x / c) / sqrt(mean((x / c)^2) + eps / c^2)
+    is the same function of x for any c, and for a row of ordinary values the same numbers
+    (scaling by a power of two is exact), but x^2 of |x| past 1.8e19 (float32) no longer
+    overflows to inf, which would make y 0 (as torch's is). The result has the input's dtype.
+
+    Shape:
+        input: (*, *normalized_shape); weight: normalized_shape; output: like input.
+    """
+    _need_tensor("rms_norm", "the input", input)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape:
+        raise ValueError("rms_norm: normalized_shape must have at least one dimension, got ()")
+    if len(shape) > input.ndim or input.shape[input.ndim - len(shape):] != shape:
+        raise ValueError(f"rms_norm: input of shape {input.shape} does not end in normalized_shape {shape}"
+                         f"{_where()}")
+    if weight is not None:
+        _need_tensor("rms_norm", "the weight", weight)
+        if weight.shape != shape:
+            raise ValueError(f"rms_norm: the weight has shape {weight.shape} but normalized_shape is "
+                             f"{shape}{_where()}")
+    if input.dtype.kind != "f":
+        raise TypeError(f"rms_norm: the input has dtype {input.dtype}; convert it with x.float() or "
+                        "x.double()")
+    acc = accumulation_dtype(input.dtype)
+    x = input if acc == input.dtype else input.to(acc)
+    eps = float(np.finfo(acc).eps) if eps is None else float(eps)
+    dims = tuple(range(-len(shape), 0))
+    if x.numel():
+        biggest = np.max(np.abs(x._data), axis=dims, keepdims=True)
+        exponent = np.frexp(biggest)[1]  # biggest = f 2^e, f in [0.5, 1); inf, NaN and 0 give e = 0
+        c = np.ldexp(np.ones((), acc), np.maximum(exponent - 1, 0)).astype(acc)
+        x = x / c
+        eps_c = eps / c / c  # exact, or underflowing where mean((x / c)^2) >= 1 / n dwarfs it
+        y = x * ((x * x).mean(dims, keepdim=True) + eps_c).rsqrt()
+    else:
+        y = x  # nothing to normalize: the empty result, as torch's
+    if weight is not None:
+        y = y * weight
+    return y if y.dtype == input.dtype else y.to(input.dtype)
+
+
+class RMSNorm(Module):
+    """Root mean square layer normalization (Zhang and Sennrich, 2019) over the last
+    dimensions: y = x / sqrt(mean(x^2) + eps) * weight (see `rms_norm`).
+
+    Args:
+        normalized_shape: the trailing shape to normalize over (an int for the last axis).
+        eps: added to the mean square; None takes the machine epsilon of the input's dtype
+            (float32's for float16), as torch.
+        elementwise_affine: learn `weight` (ones at first). There is no bias, as in torch.
+
+    Shape:
+        - Input: (*, *normalized_shape)
+        - Output: the same shape as the input
+
+    Attributes:
+        weight: normalized_shape, or None.
+    """
+
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None,
+                 elementwise_affine: bool = True):
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps, self.elementwise_affine = shape, eps, elementwise_affine
+        self.weight = Parameter(np.ones(shape, dtype=np.float32)) if elementwise_affine else None
+
+    def reset_parameters(self) -> None:
+        """The weight back to ones, as torch."""
+        if self.weight is not None:
+            self.weight.data = np.ones(self.normalized_shape, dtype=self.weight.dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"

@@ -24,7 +24,7 @@ def _pool_args(fn: str, x: Tensor, n: int, kernel_size: Any, stride: Any, paddin
     if x.ndim not in (n + 1, n + 2):
         raise ValueError(f"{fn}: expected an input of {n + 1} or {n + 2} dimensions, got shape {x.shape}"
                          f"{_where()}")
-    if x.dtype.kind != "f":
+    if x.dtype.kind != "f" and not (fn == "max_pool2d" and x.dtype.kind in "iu"):  # torch's rule
         raise TypeError(f"{fn}: the input has dtype {x.dtype}; pooling needs floating point (x.float())")
     unbatched = x.ndim == n + 1
     kernel = _tuple(fn, "kernel_size", kernel_size, n)
@@ -77,7 +77,8 @@ def _max_pool(fn: str, n: int, x: Tensor, kernel_size: Any, stride: Any, padding
 def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """The maximum of each (dilated) window; padding counts as -inf. With return_indices, also the
-    flat position h * W + w of each maximum in its input plane (int64), as PyTorch.
+    flat position h * W + w of each maximum in its input plane (int64), as PyTorch. Integer
+    inputs work too, as in torch (no other pooling takes them).
 
     Shape:
         input: (N, C, H, W) or (C, H, W); output: (N, C, OH, OW),

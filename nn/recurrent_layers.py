@@ -5,6 +5,11 @@ layouts and initialisation, so a torch state dict loads as it is. Time-major by 
 (L, N, H_in) as in PyTorch; `batch_first=True` for (N, L, H_in). Each step is a cell's equation
 from recurrent.py; the input's part of every gate is computed for all time steps at once, and
 the loop over time is a Python loop.
+
+A PackedSequence input (nn.utils.rnn) runs padded, each sequence's state held still outside its
+length (a masked step: h = where(t < length, step(h), h)), so the final state is each
+sequence's last real step's (or, going backwards, its first's) and the output comes back packed
+as the input was.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +28,7 @@ from . import functional as F
 from . import init
 from .module import Module, Parameter
 from .recurrent import gru_step, lstm_step, rnn_step
+from .utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 State = Tensor | tuple[Tensor, Tensor]  # h, or (h, c) for the LSTM
 
@@ -134,30 +141,47 @@ class _RNNBase(Module):
 
     # ------------------------------------------------------------------ forward
 
-    def _direction(self, x: Tensor, state: State, sfx: str, reverse: bool) -> tuple[Tensor, State]:
-        """Run one layer in one direction over x (L, N, C): (outputs (L, N, H_out), final state)."""
+    def _direction(self, x: Tensor, state: State, sfx: str, reverse: bool,
+                   lengths: np.ndarray | None) -> tuple[Tensor, State]:
+        """Run one layer in one direction over x (L, N, C): (outputs (L, N, H_out), final state).
+        With lengths (a packed input), a sequence's state does not move outside its length."""
         w_ih, b_ih, *w = self._weights(sfx)
         gi = F.linear(x, w_ih, b_ih)  # (L, N, G*H): the input's part of every gate at every step
         steps = gi.unbind(0)
         outs = [None] * len(steps)
         for t in (reversed(range(len(steps))) if reverse else range(len(steps))):
-            state = self._step(steps[t], state, tuple(w))
+            new = self._step(steps[t], state, tuple(w))
+            if lengths is not None:
+                live = mg.tensor((t < lengths)[:, None])  # (N, 1)
+                new = (tuple(mg.where(live, n, o) for n, o in zip(new, state)) if isinstance(new, tuple)
+                       else mg.where(live, new, state))
+            state = new
             outs[t] = state[0] if isinstance(state, tuple) else state  # (N, H_out)
         return mg.stack(outs, dim=0), state
 
-    def forward(self, input: Tensor, hx: State | None = None) -> tuple[Tensor, State]:
+    def forward(self, input: Tensor | PackedSequence, hx: State | None = None) -> tuple[Any, State]:
+        packed = input if isinstance(input, PackedSequence) else None
+        lengths = None
+        if packed is not None:
+            input, lengths_t = pad_packed_sequence(packed, batch_first=self.batch_first)
+            lengths = lengths_t.numpy()
         x, batched = self._check_input(input)  # (L, N, H_in)
         states = self._states(hx, x, input, batched)
         finals: list[State] = []
         for layer in range(self.num_layers):
             outs = []
             for d, sfx in enumerate(self._suffixes(layer)):
-                out, final = self._direction(x, states[layer * self.num_directions + d], sfx, reverse=d == 1)
+                out, final = self._direction(x, states[layer * self.num_directions + d], sfx, d == 1, lengths)
                 outs.append(out)
                 finals.append(final)
             x = outs[0] if len(outs) == 1 else mg.cat(outs, dim=2)  # (L, N, D*H_out)
             if self.training and self.dropout > 0 and layer < self.num_layers - 1:
                 x = x * 0.0 if self.dropout == 1 else F.dropout(x, self.dropout, training=True)
+        if packed is not None:  # the output packed as the input was (x is (L, N, D*H_out))
+            order = None if packed.sorted_indices is None else packed.sorted_indices.numpy()
+            out = pack_padded_sequence(x, lengths, enforce_sorted=order is None)
+            return out._replace(sorted_indices=packed.sorted_indices,
+                                unsorted_indices=packed.unsorted_indices), self._pack(finals, batched)
         output = x.transpose(0, 1) if batched and self.batch_first else x if batched else x.squeeze(1)
         return output, self._pack(finals, batched)
 

@@ -20,7 +20,6 @@ from minigrad import Tensor
 
 from . import functional as F
 from .attention import MultiheadAttention
-from .attention.helpers import _batch_first
 from .attention.masks import combine_masks, from_torch_masks
 from .containers import ModuleList
 from .dropout import Dropout
@@ -47,7 +46,7 @@ class _Block(Module):
     def _init_common(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float,
                      activation: Activation, norm_first: bool, layer_norm_eps: float, bias: bool,
                      batch_first: bool) -> None:
-        _batch_first(type(self).__name__, batch_first)
+        self.batch_first = bool(batch_first)  # False: (T, B, d_model) in and out, as torch's default
         self.d_model, self.nhead, self.norm_first = d_model, nhead, norm_first
         self.activation_name = activation if isinstance(activation, str) else getattr(
             activation, "__name__", type(activation).__name__)
@@ -88,7 +87,8 @@ class TransformerEncoderLayer(_Block):
         dropout: on the attention weights, inside the MLP and on both residual branches.
         activation: "relu", "gelu" (exact) or a callable.
         layer_norm_eps: eps of the two LayerNorms.
-        batch_first: True (minigrad is batch-first; False is refused).
+        batch_first: True (minigrad's default, (B, T, d_model)) or False (torch's default:
+            src and the output (T, B, d_model); the masks as below).
         norm_first: pre-norm (True) or post-norm (False, the original and the lecture's).
         bias: biases in the Linear layers and LayerNorms.
 
@@ -111,7 +111,7 @@ class TransformerEncoderLayer(_Block):
 
     def forward(self, src: Tensor, src_mask: Any = None, src_key_padding_mask: Any = None,
                 is_causal: bool = False, *, attend_mask: Any = None) -> Tensor:
-        x = src  # (B, T, d_model)
+        x = _layout_swap(self, src)  # (B, T, d_model)
         mask = self._masks(attend_mask, src_mask, src_key_padding_mask, x, x,
                            ("src_mask", "src_key_padding_mask"))
         if self.norm_first:
@@ -120,7 +120,7 @@ class TransformerEncoderLayer(_Block):
         else:
             x = self.norm1(x + self.dropout1(self._self_attention(x, mask, is_causal)))
             x = self.norm2(x + self.dropout2(self._mlp(x)))
-        return x
+        return _layout_swap(self, x)  # back to the layer's layout
 
 
 class TransformerDecoderLayer(_Block):
@@ -161,7 +161,7 @@ class TransformerDecoderLayer(_Block):
                 tgt_key_padding_mask: Any = None, memory_key_padding_mask: Any = None,
                 tgt_is_causal: bool = False, memory_is_causal: bool = False, *, attend_mask: Any = None,
                 memory_attend_mask: Any = None) -> Tensor:
-        x = tgt  # (B, T, d_model); memory (B, S, d_model)
+        x, memory = _layout_swap(self, tgt), _layout_swap(self, memory)  # (B, T / S, d_model)
         self_mask = self._masks(attend_mask, tgt_mask, tgt_key_padding_mask, x, x,
                                 ("tgt_mask", "tgt_key_padding_mask"))
         cross_mask = self._masks(memory_attend_mask, memory_mask, memory_key_padding_mask, x, memory,
@@ -174,7 +174,13 @@ class TransformerDecoderLayer(_Block):
             x = self.norm1(x + self.dropout1(self._self_attention(x, self_mask, tgt_is_causal)))
             x = self.norm2(x + self.dropout2(self._cross_attention(x, memory, cross_mask, memory_is_causal)))
             x = self.norm3(x + self.dropout3(self._mlp(x)))
-        return x
+        return _layout_swap(self, x)  # back to the layer's layout
+
+
+def _layout_swap(layer: Module, x: Tensor) -> Tensor:
+    """x as (B, T, d_model) from a time-major (batch_first=False) layer's (T, B, d_model), or
+    back (the same swap); batch-first layers and unbatched inputs pass as they are."""
+    return x if layer.batch_first or x.ndim != 3 else x.transpose(0, 1)
 
 
 def _masks(owner: Module, attend_mask: Any, torch_mask: Any, padding: Any, x: Tensor, keys: Tensor,
@@ -213,22 +219,25 @@ class TransformerEncoder(Module):
             start identical, as in PyTorch), or a function returning a new layer.
         num_layers: the depth.
         norm: a module applied to the output (e.g. LayerNorm(d_model)), or None.
+        enable_nested_tensor, mask_check: torch's switches for its padded fast path; accepted,
+            with nothing to switch (the result is the same either way).
 
     Shape:
-        - src: (B, T, d_model); attend_mask (True = may attend): broadcasting to (B, nhead, T, T)
+        - src: (B, T, d_model) ((T, B, d_model) for layers made with batch_first=False);
+          attend_mask (True = may attend): broadcasting to (B, nhead, T, T)
         - PyTorch's (True = masked out): mask (T, T) or (B * nhead, T, T), src_key_padding_mask (B, T)
-        - Output: (B, T, d_model)
+        - Output: src's shape
     """
 
     def __init__(self, encoder_layer: Module | Callable[[], Module], num_layers: int,
-                 norm: Module | None = None):
+                 norm: Module | None = None, enable_nested_tensor: bool = True, mask_check: bool = True):
         self.layers = _clones(encoder_layer, num_layers)
         self.num_layers, self.norm = num_layers, norm
 
     def forward(self, src: Tensor, mask: Any = None, src_key_padding_mask: Any = None,
                 is_causal: bool | None = None, *, attend_mask: Any = None) -> Tensor:
-        x = src
-        attend_mask = _masks(self, attend_mask, mask, src_key_padding_mask, x, x,
+        x, first = src, _layout_swap(self.layers[0], src)  # the layers take their own layout
+        attend_mask = _masks(self, attend_mask, mask, src_key_padding_mask, first, first,
                              ("mask", "src_key_padding_mask"))  # once, for every layer
         for layer in self.layers:
             x = layer(x, attend_mask=attend_mask, is_causal=bool(is_causal))
@@ -258,11 +267,12 @@ class TransformerDecoder(Module):
                 tgt_key_padding_mask: Any = None, memory_key_padding_mask: Any = None,
                 tgt_is_causal: bool | None = None, memory_is_causal: bool = False, *,
                 attend_mask: Any = None, memory_attend_mask: Any = None) -> Tensor:
+        first, mem = _layout_swap(self.layers[0], tgt), _layout_swap(self.layers[0], memory)  # (B, T, .)
         x = tgt
-        attend_mask = _masks(self, attend_mask, tgt_mask, tgt_key_padding_mask, x, x,
+        attend_mask = _masks(self, attend_mask, tgt_mask, tgt_key_padding_mask, first, first,
                              ("tgt_mask", "tgt_key_padding_mask"))
-        memory_attend_mask = _masks(self, memory_attend_mask, memory_mask, memory_key_padding_mask, x, memory,
-                                    ("memory_mask", "memory_key_padding_mask"))
+        memory_attend_mask = _masks(self, memory_attend_mask, memory_mask, memory_key_padding_mask, first,
+                                    mem, ("memory_mask", "memory_key_padding_mask"))
         for layer in self.layers:
             x = layer(x, memory, tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal,
                       attend_mask=attend_mask, memory_attend_mask=memory_attend_mask)

@@ -145,7 +145,8 @@ TORCH_OPS: dict[type[Function], Callable[..., torch.Tensor]] = {
     tiled.TiledAttention: _tiled_attention,
     packed.PackedAttention: _packed_attention,
     activation.SoftplusOp: lambda x, *, beta=1.0, threshold=20.0: TF.softplus(x, beta, threshold),
-    activation.ELUOp: lambda x, *, alpha=1.0: TF.elu(x, alpha),
+    activation.ELUOp: lambda x, *, alpha=1.0, scale=1.0, input_scale=1.0: torch.ops.aten.elu(
+        x, alpha, scale, input_scale),
     losses.BinaryCrossEntropy: lambda p, y: TF.binary_cross_entropy(p, y, reduction="none"),
     # binary_cross_entropy(sigmoid(x), y) as one op: torch's own BCE of the replayed sigmoid p
     losses.SigmoidBinaryCrossEntropy: lambda x, y, p: TF.binary_cross_entropy(p, y, reduction="none"),

@@ -36,6 +36,7 @@ def _conv2d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = N
 
 CONV_TWINS.update({
     conv_kernels.Conv2dOp: _conv2d,
+    conv_kernels.ConvTranspose2dOp: torch.nn.functional.conv_transpose2d,  # the same options, by name
     conv_kernels.MaxPool2dOp: torch.nn.functional.max_pool2d,
     conv_kernels.AvgPool2dOp: torch.nn.functional.avg_pool2d,
 })

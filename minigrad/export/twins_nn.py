@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as TF
 
 from minigrad.autograd import Function
-from minigrad.nn import batchnorm, padding
+from minigrad.nn import batchnorm, module_hooks, padding
 from minigrad.nn.module import Module
 
 NN_TWINS: dict[type[Function], Callable[..., torch.Tensor]] = {}
@@ -18,6 +18,28 @@ NN_TWINS: dict[type[Function], Callable[..., torch.Tensor]] = {}
 NN_TWINS.update({
     padding.ConstantPad: lambda x, *, pad, value: TF.pad(x, pad, mode="constant", value=value),
 })
+
+# the identity nodes around a module with backward hooks: values pass through unchanged (the
+# exported torch module runs no minigrad hook)
+NN_TWINS.update({
+    module_hooks.BackwardHookGate: lambda *xs, catch: xs[0].new_zeros(()),
+    module_hooks.BackwardHookTap: lambda gate, x, *, catch, index: x,
+    module_hooks.BackwardHookOutput: lambda x, *, catch, index: x,
+})
+
+# upsampling (F.interpolate): the given scales go to torch's kernel unrecomputed, as minigrad's
+from minigrad.nn.upsampling import UpsampleInterpOp, UpsampleNearestOp  # noqa: E402
+
+
+def _interpolate(x: torch.Tensor, *, size: tuple[int, ...], scales: tuple[float, ...] | None, mode: str,
+                 align_corners: bool | None = None) -> torch.Tensor:
+    if scales is None:
+        return TF.interpolate(x, size=size, mode=mode, align_corners=align_corners)
+    return TF.interpolate(x, scale_factor=scales, mode=mode, align_corners=align_corners,
+                          recompute_scale_factor=False)
+
+
+NN_TWINS.update({UpsampleNearestOp: _interpolate, UpsampleInterpOp: _interpolate})
 
 
 # ----------------------------------------------------------------------------- whole modules

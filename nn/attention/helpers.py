@@ -96,10 +96,3 @@ def _default_scale(d: int) -> float:
 def _scale_name(scale: float, d: int) -> str:
     """`1/sqrt(d_k)` when the scale is the usual one, else its value."""
     return "1/sqrt(d_k)" if d > 0 and math.isclose(scale, _default_scale(d)) else f"scale {scale:.4g}"
-
-
-def _batch_first(name: str, batch_first: bool) -> None:
-    """minigrad is batch-first: accept PyTorch's batch_first=True, refuse False clearly."""
-    if not batch_first:
-        raise ValueError(f"{name}: minigrad is batch-first, (B, T, E); batch_first=False is not "
-                         "supported: pass (B, T, E) inputs (x.transpose(0, 1) of a (T, B, E) one)")

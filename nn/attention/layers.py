@@ -16,7 +16,6 @@ from ..module import Module, Parameter
 from . import functional as AF
 from .cache import KVCache
 from .functional import attention_reference
-from .helpers import _batch_first
 from .maps import _record, _recorders
 from .masks import combine_masks, from_torch_masks, masked_softmax
 
@@ -39,6 +38,8 @@ class MultiheadAttention(Module):
         dropout: dropout probability on the attention weights (training only).
         bias: whether the four projections have biases.
         kdim, vdim: feature sizes of key and value (default: embed_dim), for cross-attention.
+        batch_first: True (minigrad's default: (B, T, E)) or False for torch's default layout,
+            time first: query, key, value and the output (T, B, E); masks and weights as below.
         fused: use the fused attention kernel (True) or the composed `attention_reference`
             (False; slower, to compare or to differentiate through the weights). An
             attribute, so it can be switched on a built model. Fused self-attention (query,
@@ -66,7 +67,7 @@ class MultiheadAttention(Module):
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
                  vdim: int | None = None, batch_first: bool = True, *, fused: bool = True,
                  init: str = "xavier"):
-        _batch_first("MultiheadAttention", batch_first)
+        self.batch_first = bool(batch_first)
         if add_bias_kv or add_zero_attn:
             raise ValueError("MultiheadAttention: add_bias_kv and add_zero_attn are not supported")
         if num_heads <= 0 or embed_dim % num_heads != 0:
@@ -106,6 +107,16 @@ class MultiheadAttention(Module):
         composed `attention_reference` runs, so the returned weights are differentiable, as in
         PyTorch). A layer that only wants the output calls `attn(x, x, x, need_weights=False)[0]`.
         """
+        time_major = not self.batch_first and isinstance(query, Tensor) and query.ndim == 3
+        if time_major:  # (T, B, E) in and out, as torch's batch_first=False; the weights are (B, ...)
+            query, key, value = _batch_major(query, key, value)
+        out, weights = self._forward(query, key, value, key_padding_mask, need_weights, attn_mask,
+                                     average_attn_weights, is_causal, mask, cache)
+        return (out.transpose(0, 1) if time_major else out), weights
+
+    def _forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Any, need_weights: bool,
+                 attn_mask: Any, average_attn_weights: bool, is_causal: bool, mask: Any,
+                 cache: KVCache | None) -> tuple[Tensor, Tensor | None]:
         B, Tq, Tk = self._check(query, key, value)
         H = self.num_heads
         if key_padding_mask is not None or attn_mask is not None:
@@ -198,7 +209,17 @@ class MultiheadAttention(Module):
         return m
 
     def extra_repr(self) -> str:
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}"
+        first = "" if self.batch_first else ", batch_first=False"
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}{first}"
+
+
+def _batch_major(*xs: Any) -> tuple:
+    """(T, B, E) tensors as (B, T, E); the same tensor passed twice stays one (self-attention)."""
+    seen: dict[int, Any] = {}
+    for x in xs:
+        if id(x) not in seen:
+            seen[id(x)] = x.transpose(0, 1) if isinstance(x, Tensor) else x
+    return tuple(seen[id(x)] for x in xs)
 
 
 # ----------------------------------------------------------------------------- single-head scores

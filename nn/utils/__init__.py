@@ -1,5 +1,6 @@
 """Gradient clipping where PyTorch keeps it (`torch.nn.utils`): `clip_grad_norm_`, the same
-function as `minigrad.optim.clip_grad_norm_`, and `clip_grad_value_`."""
+function as `minigrad.optim.clip_grad_norm_`, and `clip_grad_value_`; and `nn.utils.rnn`, the
+padding and packing of variable-length sequences."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import numpy as np
 from minigrad import Tensor
 from minigrad.optim import clip_grad_norm_
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+from . import rnn
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "rnn"]
 
 
 def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float) -> None:

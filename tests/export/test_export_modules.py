@@ -98,6 +98,22 @@ MODULES = [
     pytest.param(lambda: nn.LogSigmoid(), None, x3, id="LogSigmoid"),
     pytest.param(lambda: nn.Softmin(dim=1), None, x3, id="Softmin"),
     pytest.param(lambda: nn.LogSoftmax(dim=-1), None, x3, id="LogSoftmax"),
+    pytest.param(lambda: nn.ReLU6(), None, x3, id="ReLU6"),
+    pytest.param(lambda: nn.Hardsigmoid(), None, x3, id="Hardsigmoid"),
+    pytest.param(lambda: nn.Hardswish(), None, x3, id="Hardswish"),
+    pytest.param(lambda: nn.SELU(), None, x3, id="SELU"),
+    pytest.param(lambda: nn.CELU(0.5), None, x3, id="CELU"),
+    pytest.param(lambda: nn.GLU(), None, x3, id="GLU"),
+    pytest.param(lambda: nn.Softsign(), None, x3, id="Softsign"),
+    pytest.param(lambda: nn.Tanhshrink(), None, x3, id="Tanhshrink"),
+    pytest.param(lambda: nn.Threshold(0.1, -2.0), None, x3, id="Threshold"),
+    pytest.param(lambda: nn.Softshrink(0.3), None, x3, id="Softshrink"),
+    pytest.param(lambda: nn.Hardshrink(0.3), None, x3, id="Hardshrink"),
+    pytest.param(lambda: nn.RReLU(0.2, 0.2), None, x3, id="RReLU"),  # training, one slope: no randomness
+    pytest.param(lambda: nn.PReLU(4, 0.1), None, x3, id="PReLU"),
+    pytest.param(lambda: nn.Softmax2d(), None, lambda r, B: (r.standard_normal((B, 3, 2, 2)),),
+                 id="Softmax2d"),
+    pytest.param(lambda: nn.RMSNorm((4, 8)), None, x3, id="RMSNorm"),
     pytest.param(lambda: nn.CrossEntropyLoss(label_smoothing=0.1), None,
                  lambda r, B: (r.standard_normal((B, 5)), r.integers(0, 5, (B,))), id="CrossEntropyLoss"),
     pytest.param(lambda: nn.NLLLoss(reduction="sum"), None,
@@ -180,6 +196,16 @@ MODULES = [
                  lambda r, B: (r.standard_normal((B, 2, 4, 5)),), id="Conv2d-reflect"),
     pytest.param(lambda: nn.Conv1d(3, 5, 3, stride=2, padding=2), None,
                  lambda r, B: (r.standard_normal((B, 3, 9)),), id="Conv1d"),
+    pytest.param(lambda: nn.ConvTranspose2d(4, 6, (3, 2), 2, 1, output_padding=1, groups=2), None,
+                 lambda r, B: (r.standard_normal((B, 4, 3, 4)),), id="ConvTranspose2d"),
+    pytest.param(lambda: nn.ConvTranspose1d(3, 2, 3, stride=3, dilation=2, bias=False), None,
+                 lambda r, B: (r.standard_normal((B, 3, 5)),), id="ConvTranspose1d"),
+    pytest.param(lambda: nn.Upsample(scale_factor=1.5, mode="bilinear"), None,
+                 lambda r, B: (r.standard_normal((B, 2, 3, 4)),), id="Upsample"),
+    pytest.param(lambda: nn.UpsamplingNearest2d(size=(5, 3)), None,
+                 lambda r, B: (r.standard_normal((B, 2, 3, 4)),), id="UpsamplingNearest2d"),
+    pytest.param(lambda: nn.UpsamplingBilinear2d(scale_factor=2), None,
+                 lambda r, B: (r.standard_normal((B, 2, 3, 4)),), id="UpsamplingBilinear2d"),
     pytest.param(lambda: nn.MaxPool2d(3, 2, padding=1, ceil_mode=True), None,
                  lambda r, B: (r.standard_normal((B, 2, 6, 7)),), id="MaxPool2d"),
     pytest.param(lambda: nn.MaxPool1d(2, dilation=2), None,
@@ -235,11 +261,11 @@ def test_module_outputs_and_gradients_equal_minigrad(make, fn, inputs, dtype, to
 
 
 def test_every_nn_module_is_in_the_table():
-    """A new layer in minigrad.nn must be added to MODULES (ModuleList and ModuleDict have no forward)."""
+    """A new layer in minigrad.nn must be added to MODULES (the list and dict containers have no forward)."""
     tested = {p.id.split("-")[0] for p in MODULES}
     layers = {name for name in dir(nn) if isinstance(getattr(nn, name), type)
               and issubclass(getattr(nn, name), nn.Module)
-              and name not in ("Module", "ModuleList", "ModuleDict")}
+              and name not in ("Module", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict")}
     assert layers - tested == set()
 
 

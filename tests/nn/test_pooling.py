@@ -147,3 +147,18 @@ def test_adaptive_pool_to_one_is_the_mean_and_unbatched_inputs_work():
 def test_errors_name_the_op_and_the_shapes(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
+def test_integer_max_pool2d_as_torch_and_other_pools_refuse_integers(dtype):
+    torch = pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]'")
+    a = np.random.default_rng(0).integers(0, 200, (2, 3, 5, 6)).astype(dtype)
+    for kwargs in ({"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
+                   {"kernel_size": 2, "dilation": 2, "ceil_mode": True}):
+        y, i = F.max_pool2d(mg.tensor(a), return_indices=True, **kwargs)
+        ty, ti = torch.nn.functional.max_pool2d(torch.from_numpy(a), return_indices=True, **kwargs)
+        assert y.dtype == dtype
+        np.testing.assert_array_equal(y.numpy(), ty.numpy())
+        np.testing.assert_array_equal(i.numpy(), ti.numpy())
+    with pytest.raises(TypeError, match="max_pool1d: the input has dtype int64; pooling needs floating"):
+        F.max_pool1d(mg.tensor(np.zeros((1, 1, 4), np.int64)), 2)  # torch: not implemented for Long

@@ -164,13 +164,52 @@ def test_decoder_layer_and_stack_take_torchs_masks(kind):
     np.testing.assert_allclose(mine.numpy(), got.numpy(), rtol=1e-12, atol=1e-12)
 
 
-def test_batch_first_false_is_refused_and_mask_shapes_are_checked():
-    for make in (lambda: nn.MultiheadAttention(E, H, batch_first=False),
-                 lambda: nn.TransformerEncoderLayer(E, H, batch_first=False),
-                 lambda: nn.TransformerDecoderLayer(E, H, batch_first=False)):
-        with pytest.raises(ValueError, match="minigrad is batch-first, .*batch_first=False is not supported"):
-            make()
-    assert nn.MultiheadAttention(E, H, batch_first=True).num_heads == H
+@pytest.mark.parametrize("kind", ["mha", "encoder", "decoder-layer", "decoder"])
+def test_batch_first_false_takes_torchs_time_major_layout(kind):
+    """(T, B, E) in and out, with torch's masks (whose shapes do not depend on the layout),
+    values and input gradients as torch's to float64 rounding."""
+    from minigrad.export import state_dict_from_torch
+
+    T, B, S = 5, 3, 4
+    rng = np.random.default_rng(0)
+    x, mem = rng.standard_normal((T, B, E)), rng.standard_normal((S, B, E))
+    pad = np.zeros((B, T), bool)
+    pad[0, 3:] = True
+    causal = np.triu(np.ones((T, T), bool), 1)
+    torch.manual_seed(0)
+    if kind == "mha":
+        theirs, mine = torch.nn.MultiheadAttention(E, H), nn.MultiheadAttention(E, H, batch_first=False)
+    elif kind == "encoder":
+        theirs = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(E, H, 16, 0.0), 2,
+                                             enable_nested_tensor=False)
+        mine = nn.TransformerEncoder(nn.TransformerEncoderLayer(E, H, 16, 0.0, batch_first=False), 2)
+    elif kind == "decoder-layer":
+        theirs, mine = torch.nn.TransformerDecoderLayer(E, H, 16, 0.0), nn.TransformerDecoderLayer(
+            E, H, 16, 0.0, batch_first=False)
+    else:
+        theirs = torch.nn.TransformerDecoder(torch.nn.TransformerDecoderLayer(E, H, 16, 0.0), 2)
+        mine = nn.TransformerDecoder(nn.TransformerDecoderLayer(E, H, 16, 0.0, batch_first=False), 2)
+    theirs, mine = theirs.double(), mine.double()
+    mine.load_state_dict(state_dict_from_torch(theirs.state_dict(), mine))
+    results = []
+    for lib, layer in ((mg, mine), (torch, theirs)):
+        xt, mt = lib.tensor(x, requires_grad=True), lib.tensor(mem)
+        if kind == "mha":
+            out, w = layer(xt, xt, xt, key_padding_mask=lib.tensor(pad), attn_mask=lib.tensor(causal))
+        elif kind == "encoder":
+            out, w = layer(xt, mask=lib.tensor(causal), src_key_padding_mask=lib.tensor(pad)), None
+        else:
+            out, w = layer(xt, mt, tgt_mask=lib.tensor(causal), tgt_key_padding_mask=lib.tensor(pad),
+                           memory_key_padding_mask=lib.tensor(pad[:, :S])), None
+        out.sin().sum().backward()
+        results.append([out.detach().numpy(), xt.grad.numpy()] + ([] if w is None else [w.detach().numpy()]))
+    assert results[0][0].shape == (T, B, E)
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_mask_shapes_are_checked():
+    assert nn.MultiheadAttention(E, H).batch_first is True  # minigrad's default layout
     m = nn.MultiheadAttention(E, H)
     x = mg.randn(2, 3, E)
     with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(B, Tk\) = \(2, 3\)"):
