@@ -16,6 +16,7 @@ import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
+import inspect
 import os
 import sys
 import types
@@ -29,13 +30,55 @@ TORCH_MODULES = {
     "torch.nn.functional": "minigrad.nn.functional",
     "torch.nn.init": "minigrad.nn.init",
     "torch.nn.utils": "minigrad.nn.utils",
+    "torch.nn.utils.rnn": "minigrad.nn.utils.rnn",
     "torch.optim": "minigrad.optim",
     "torch.optim.lr_scheduler": "minigrad.optim.lr_scheduler",
     "torch.utils": "minigrad.utils",
     "torch.utils.data": "minigrad.utils.data",
     "torch.linalg": "minigrad.linalg",
     "torch.autograd": "minigrad.autograd",
+    "torch.cuda": "minigrad.cuda",  # namespaces in minigrad (device.py), modules in torch
+    "torch.backends": "minigrad.backends",
+    "torch.backends.cuda": "minigrad.backends.cuda",
+    "torch.backends.cudnn": "minigrad.backends.cudnn",
+    "torch.backends.mps": "minigrad.backends.mps",
 }
+
+
+def minigrad_module(torch_name: str) -> types.ModuleType:
+    """The minigrad module that stands for a torch module of TORCH_MODULES: an importable one,
+    or a namespace module kept as an attribute of its parent (`minigrad.cuda`)."""
+    return _module_named(TORCH_MODULES[torch_name])
+
+
+def _module_named(target: str) -> types.ModuleType:
+    try:
+        return importlib.import_module(target)
+    except ModuleNotFoundError:
+        parent, _, name = target.rpartition(".")
+        return getattr(_module_named(parent), name)
+
+
+# Where minigrad's default differs from torch's on purpose (DESIGN: minigrad is batch-first), a
+# program run as torch gets torch's: these classes are seen under their torch names as
+# subclasses whose constructor defaults to torch's value.
+TORCH_DEFAULTS = {
+    "torch.nn.MultiheadAttention": {"batch_first": False},
+    "torch.nn.TransformerEncoderLayer": {"batch_first": False},
+    "torch.nn.TransformerDecoderLayer": {"batch_first": False},
+}
+
+
+def _with_torch_defaults(cls: type, defaults: dict[str, Any]) -> type:
+    """A subclass of cls, of the same name, whose arguments default to torch's `defaults`."""
+    signature = inspect.signature(cls.__init__)
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        given = signature.bind_partial(self, *args, **kwargs).arguments
+        cls.__init__(self, *args, **{**{k: v for k, v in defaults.items() if k not in given}, **kwargs})
+
+    return type(cls.__name__, (cls,), {"__init__": __init__, "__doc__": cls.__doc__,
+                                       "__module__": cls.__module__, "__qualname__": cls.__qualname__})
 
 
 def _missing(name: str, filename: str | None, lineno: int | None) -> str:
@@ -85,12 +128,14 @@ class TorchFace(types.ModuleType):
             raise AttributeError(name)
         full = f"{self.__name__}.{name}"
         if full in TORCH_MODULES:
-            value = importlib.import_module(full)
+            value = importlib.import_module(full)  # the face, through the finder
         else:
             try:
                 value = getattr(self._module, name)
             except AttributeError:
                 raise MissingName(full, *_user_frame(1)) from None
+            if full in TORCH_DEFAULTS:
+                value = _with_torch_defaults(value, TORCH_DEFAULTS[full])
         self.__dict__[name] = value
         return value
 
@@ -101,7 +146,7 @@ class TorchFace(types.ModuleType):
 
 class _FaceLoader(importlib.abc.Loader):
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        return TorchFace(spec.name, importlib.import_module(TORCH_MODULES[spec.name]))
+        return TorchFace(spec.name, minigrad_module(spec.name))
 
     def exec_module(self, module: types.ModuleType) -> None:
         pass  # the face is complete when made

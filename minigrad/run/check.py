@@ -12,11 +12,10 @@ checked: running the script finds those, with their line.
 from __future__ import annotations
 
 import ast
-import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from .binding import TORCH_MODULES
+from .binding import TORCH_MODULES, minigrad_module
 
 
 @dataclass(frozen=True)
@@ -28,21 +27,17 @@ class Use:
     found: bool
 
 
-def _minigrad_module(torch_name: str) -> Any:
-    return importlib.import_module(TORCH_MODULES[torch_name])
-
-
 def _resolve(dotted: str) -> str | None:
     """The first prefix of the torch name `dotted` that minigrad lacks, or None if it has all."""
     parts = dotted.split(".")
     if parts[0] != "torch":
         return None
-    current: Any = _minigrad_module("torch")
+    current: Any = minigrad_module("torch")
     name = "torch"
     for part in parts[1:]:
         name = f"{name}.{part}"
         if name in TORCH_MODULES:
-            current = _minigrad_module(name)
+            current = minigrad_module(name)
         elif hasattr(current, part):
             current = getattr(current, part)
         else:

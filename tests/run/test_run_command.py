@@ -58,6 +58,42 @@ def test_a_missing_name_is_an_attribute_error_naming_its_line():
     assert caught.value.lineno == line and caught.value.filename == __file__
 
 
+def test_a_torch_program_gets_torchs_time_major_attention_default():
+    with bound_to_minigrad():
+        import torch
+        from torch.nn import MultiheadAttention
+
+        layer = torch.nn.TransformerEncoderLayer(8, 2, 16, 0.0)
+        assert not layer.batch_first and not MultiheadAttention(8, 2).batch_first
+        assert isinstance(layer, mg.nn.TransformerEncoderLayer)
+        assert type(layer).__name__ == "TransformerEncoderLayer"
+        assert torch.nn.MultiheadAttention(8, 2, batch_first=True).batch_first
+        assert torch.nn.TransformerDecoderLayer(8, 2, batch_first=True).batch_first
+
+        class Block(torch.nn.MultiheadAttention):  # a program's subclass gets torch's default too
+            pass
+
+        assert not Block(8, 2).batch_first
+        x = torch.randn(5, 3, 8)  # (T, B, E)
+        assert layer(x).shape == (5, 3, 8)
+    assert mg.nn.MultiheadAttention(8, 2).batch_first  # minigrad itself is batch-first
+
+
+def test_torch_cuda_and_backends_import_as_modules():
+    with bound_to_minigrad():
+        import torch.backends.cudnn as cudnn
+        import torch.cuda
+        from torch.cuda import manual_seed_all
+
+        assert torch.cuda.is_available() is False and torch.cuda.device_count() == 0
+        assert manual_seed_all(0) is None and cudnn.enabled is True
+        cudnn.benchmark = True  # course code sets it; nothing changes
+        with pytest.raises(ImportError):
+            import torch.cuda.amp  # noqa: F401
+    uses = check_source("import torch.cuda\nimport torch.backends.cudnn\n")
+    assert [u.name for u in uses if not u.found] == []
+
+
 def test_check_reads_imports_aliases_and_dotted_names():
     uses = check_source(
         "import torch\nimport torch.nn as nn\nfrom torch.nn import functional as F\n"
@@ -143,3 +179,20 @@ def test_help_names_the_options(capsys):
     assert done.value.code == 0
     assert out.startswith("usage: minigrad run") and "--check" in out and "--explore PAGE" in out
     assert "the program's own arguments" in out
+
+
+def test_a_nanogpt_style_program_trains_as_under_torch(tmp_path):
+    """nanoGPT's model.py and train.py, unchanged (a ModuleDict reached by attributes, weight
+    tying, apply(_init_weights), AdamW groups, clip_grad_norm_, top-k generate): torch writes
+    the initial weights, `minigrad run` loads them; the losses, the greedy tokens, the parameter
+    count and the final weights agree to float32 rounding."""
+    pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]'")
+    program, init = os.path.join(PROGRAMS, "nanogpt.py"), str(tmp_path / "init.npz")
+    commands = ([sys.executable], [sys.executable, "-m", "minigrad", "run"])
+    runs = [subprocess.run([*cmd, program, init, "50"], capture_output=True, text=True, check=True,
+                           cwd=tmp_path) for cmd in commands]
+    theirs, ours = (json.loads(r.stdout) for r in runs)
+    assert len(ours["losses"]) == 50 and ours["losses"][-1] < ours["losses"][0]
+    np.testing.assert_allclose(ours["losses"], theirs["losses"], rtol=0, atol=1e-5)
+    assert ours["tokens"] == theirs["tokens"] and ours["params"] == theirs["params"]
+    assert ours["checksum"] == pytest.approx(theirs["checksum"], rel=1e-5)
