@@ -35,9 +35,11 @@ MISSING_MARK = "<!-- torch names minigrad lacks -->"
 # minigrad module -> the torch modules its names are looked up in, the matching one first
 MODULES = [
     ("minigrad", ["torch", "torch.autograd"]),
+    ("minigrad.autograd", ["torch.autograd"]),
     ("minigrad.nn", ["torch.nn"]),
     ("minigrad.nn.functional", ["torch.nn.functional"]),
     ("minigrad.nn.utils", ["torch.nn.utils"]),
+    ("minigrad.nn.utils.rnn", ["torch.nn.utils.rnn"]),
     ("minigrad.optim", ["torch.optim", "torch.optim.lr_scheduler", "torch.nn.utils"]),
     ("minigrad.optim.lr_scheduler", ["torch.optim.lr_scheduler"]),
     ("minigrad.linalg", ["torch.linalg"]),
@@ -100,13 +102,14 @@ SUMMARY = {
 # pattern a name matches (case-insensitive) gives its group and what to do instead.
 GROUPS = [
     ("Lazy modules", r"^lazy", "give every size when building a layer"),
-    ("Convolution and folding", r"conv|fold", "`nn.Conv1d` / `nn.Conv2d` (no 3-D or transposed ones)"),
+    ("Convolution and folding", r"conv|fold", "`nn.Conv1d`/`2d`, `nn.ConvTranspose1d`/`2d` (no 3-D ones)"),
     ("Padding", r"pad", "`F.pad` (constant, reflect, replicate, circular)"),
     ("Pooling", r"pool", "`nn.MaxPool1d`, `nn.MaxPool2d`, `nn.AvgPool2d`, `nn.AdaptiveAvgPool2d`"),
     ("Normalization", r"norm|lrn", "the normalization layers of `minigrad.nn` (`LayerNorm`, ...)"),
     ("Recurrent layers", r"^(rnn|lstm|gru)", "the recurrent layers and cells of `minigrad.nn`"),
     ("Transformer (whole model)", r"^transformer$", "stack `TransformerEncoder` and `TransformerDecoder`"),
-    ("Upsampling and image ops", r"upsampl|interpolate|pixel|grid|affine|shuffle", "none yet"),
+    ("Upsampling and image ops", r"upsampl|interpolate|pixel|grid|affine|shuffle",
+     "`F.interpolate` / `nn.Upsample` (the deprecated `F.upsample*` are `F.interpolate`)"),
     ("Dropout variants", r"dropout", "`Dropout` / `F.dropout`"),
     ("Losses", r"loss|cross_entropy", "the losses of `minigrad.nn` cover the course; compose the others"),
     ("Attention internals", r"attention", "`nn.MultiheadAttention`, `F.scaled_dot_product_attention`"),
