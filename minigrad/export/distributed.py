@@ -149,6 +149,9 @@ def _spawned(rank: int, world: int, job: dict, results: Any) -> None:
                 result = {"metrics": {}, "interrupted": stop.step}
             if rank == 0:
                 results.put(result)
+            # Leave together: a process that tears its group down while another still talks to
+            # it can abort the other (gloo raises in a thread of its own, which ends the process).
+            dist.barrier()
         finally:
             dist.destroy_process_group()
 
