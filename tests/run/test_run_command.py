@@ -185,7 +185,7 @@ def test_a_nanogpt_style_program_trains_as_under_torch(tmp_path):
     """nanoGPT's model.py and train.py, unchanged (a ModuleDict reached by attributes, weight
     tying, apply(_init_weights), AdamW groups, clip_grad_norm_, top-k generate): torch writes
     the initial weights, `minigrad run` loads them; the losses, the greedy tokens, the parameter
-    count and the final weights agree to float32 rounding."""
+    count, the first step's gradient and the final weights agree to float32 rounding."""
     pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]'")
     program, init = os.path.join(PROGRAMS, "nanogpt.py"), str(tmp_path / "init.npz")
     commands = ([sys.executable], [sys.executable, "-m", "minigrad", "run"])
@@ -196,3 +196,5 @@ def test_a_nanogpt_style_program_trains_as_under_torch(tmp_path):
     np.testing.assert_allclose(ours["losses"], theirs["losses"], rtol=0, atol=1e-5)
     assert ours["tokens"] == theirs["tokens"] and ours["params"] == theirs["params"]
     assert ours["checksum"] == pytest.approx(theirs["checksum"], rel=1e-5)
+    assert np.abs(theirs["first_grad"]).max() > 1e-3  # a gradient worth comparing
+    np.testing.assert_allclose(ours["first_grad"], theirs["first_grad"], rtol=1e-4, atol=1e-6)

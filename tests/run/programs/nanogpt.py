@@ -5,7 +5,8 @@ with top-k sampling. tests/run/ runs it with torch and under `minigrad run`.
 
     python nanogpt.py INIT.npz STEPS     (INIT.npz: written with the initial weights if missing)
 
-Prints the losses, the greedy continuation and the final weights' checksum as JSON."""
+Prints the losses, the greedy continuation, the final weights' checksum and the first step's
+gradient of one weight as JSON."""
 
 import inspect
 import json
@@ -214,6 +215,8 @@ for it in range(max_iters):
     X, Y = get_batch()
     logits, loss = model(X, Y)
     loss.backward()
+    if it == 0:
+        first_grad = model.transformer.h[0].attn.c_attn.weight.grad.detach().cpu().numpy().ravel().tolist()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
@@ -223,4 +226,5 @@ model.eval()
 start = torch.zeros((1, 1), dtype=torch.long, device=device)
 tokens = model.generate(start, 8, top_k=1)[0].tolist()  # top-1: the greedy continuation
 checksum = float(sum(p.detach().double().abs().sum() for p in model.parameters()))
-print(json.dumps({"losses": losses, "tokens": tokens, "params": model.get_num_params(), "checksum": checksum}))
+print(json.dumps({"losses": losses, "tokens": tokens, "params": model.get_num_params(), "checksum": checksum,
+                  "first_grad": first_grad}))
