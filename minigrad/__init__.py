@@ -43,7 +43,7 @@ from .ops.dtype import DTYPE_NAMES, LEGACY_TYPES, finfo, iinfo
 from .random import Generator, manual_seed
 from .runtime.threads import get_num_threads, set_num_threads
 from .serialization import load, save
-from .tensor import Tensor
+from .tensor import Size, Tensor
 
 # torch's dtype names (float32, long, ...; float, int and bool shadow the builtins in this module
 # only) and its legacy tensor types (LongTensor, ...).
@@ -89,6 +89,6 @@ __all__ = sorted([
     "is_grad_enabled", "linalg", "linspace", "load", "manual_seed",
     "nan", "no_grad", "ones", "ones_like", "pi", "rand", "rand_like", "randint", "randn", "randn_like",
     "save", "set_grad_enabled", "set_num_threads", "Tensor", "tensor", "unbroadcast", "utils", "zeros",
-    "zeros_like", "Generator", "randperm", *_table.function_forms(),
+    "zeros_like", "Generator", "randperm", "Size", *_table.function_forms(),
     *(n for n in DTYPE_NAMES if n not in ("bool", "float", "int")), *LEGACY_TYPES,
 ])

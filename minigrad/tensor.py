@@ -16,11 +16,31 @@ import numpy as np
 
 from . import autograd, grad_mode, versions
 from . import device as _device
+from .errors import ShapeError
 from .hooks import RemovableHandle
 from .ops.promotion import result_type, scalar_array
 
 # bool < integer < float < complex: an in-place result may not move up this order.
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+class Size(tuple):
+    """The sizes of a tensor's axes, as torch.Size: a tuple (it prints as one), with numel(); a
+    slice of it, or a sum with a tuple, is a Size too."""
+
+    def numel(self) -> int:
+        """The number of elements of a tensor of this shape."""
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, key: Any) -> Any:
+        out = tuple.__getitem__(self, key)
+        return Size(out) if isinstance(key, slice) else out
+
+    def __add__(self, other: Any) -> Size:
+        return Size(tuple(self) + tuple(other))
 
 
 def to_array(data: Any, dtype: Any = None) -> np.ndarray:
@@ -113,14 +133,14 @@ class Tensor:
             if type(value) is not np.ndarray or value.dtype != self._data.dtype:
                 value = np.array(value, dtype=self._data.dtype)
             if value.shape != self._data.shape:
-                raise ValueError(f"grad: a gradient of shape {value.shape} for a tensor of shape "
+                raise ShapeError(f"grad: a gradient of shape {value.shape} for a tensor of shape "
                                  f"{self._data.shape}; it must have the tensor's shape")
         self._grad = value
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        """The size of each axis, a tuple (PyTorch's torch.Size is a tuple too)."""
-        return self._data.shape
+    def shape(self) -> Size:
+        """The size of each axis, a Size (a tuple, as torch.Size)."""
+        return Size(self._data.shape)
 
     @property
     def ndim(self) -> int:
@@ -157,9 +177,9 @@ class Tensor:
         """The axes reversed (x.T of a matrix is its transpose); gradient: the same permutation undone."""
         return self.permute(*reversed(range(self.ndim)))
 
-    def size(self, dim: int | None = None) -> tuple[int, ...] | int:
-        """The shape, or with dim the size of that one axis."""
-        return self.shape if dim is None else self.shape[dim]
+    def size(self, dim: int | None = None) -> Size | int:
+        """The shape (a Size), or with dim the size of that one axis."""
+        return self.shape if dim is None else self._data.shape[dim]
 
     def dim(self) -> int:
         """The number of axes, as ndim."""
@@ -289,7 +309,7 @@ class Tensor:
     def item(self) -> float | int | bool:
         """The value of a one-element tensor as a Python number."""
         if self._data.size != 1:
-            raise ValueError(f"item: only a one-element tensor has an item, not shape {self.shape}")
+            raise ShapeError(f"item: only a one-element tensor has an item, not shape {self.shape}")
         return self._data.item()
 
     def numpy(self) -> np.ndarray:
@@ -302,7 +322,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:  # `if x > 0:` on a whole tensor: say which tensor, as PyTorch does
-            raise ValueError(f"bool: the truth value of a tensor of shape {self.shape} is ambiguous; "
+            raise ShapeError(f"bool: the truth value of a tensor of shape {self.shape} is ambiguous; "
                              "use (x > 0).any() or .all(), or x.item() on a one-element tensor")
         return bool(self.item())
 
@@ -339,7 +359,7 @@ class Tensor:
             try:
                 np.broadcast_shapes(a.shape, b.shape)
             except ValueError:
-                raise ValueError(
+                raise ShapeError(
                     f"{op.__name__.lower()}: shapes {a.shape} and {b.shape} do not broadcast"
                 ) from None
             raise

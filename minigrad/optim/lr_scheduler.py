@@ -331,7 +331,11 @@ class ReduceLROnPlateau(LRScheduler):
 
     def step(self, metrics: Any) -> None:  # type: ignore[override]
         """Take the metric of this evaluation (a number or a 0-d tensor) and reduce if due."""
-        current = float(metrics)
+        try:
+            current = float(metrics)
+        except (TypeError, ValueError):
+            raise TypeError(f"ReduceLROnPlateau.step: the metric must be a number or a 0-d tensor, "
+                            f"not {metrics!r:.60}") from None
         self.last_epoch += 1
         if self.is_better(current, self.best):
             self.best, self.num_bad_epochs = current, 0

@@ -396,6 +396,8 @@ def test_reduce_on_plateau_takes_a_tensor_and_resumes():
     again = M.ReduceLROnPlateau(opt, patience=1)
     again.load_state_dict(json.loads(json.dumps(sched.state_dict())))
     assert (again.best, again.num_bad_epochs, again.last_epoch) == (1.0, 0, 3)
+    with pytest.raises(TypeError, match="ReduceLROnPlateau.step: the metric must be a number or a 0-d"):
+        again.step(None)
 
 
 @pytest.mark.parametrize("make, error, message", [
