@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 import torch.nn.functional as TF  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from torch_pairs import assert_pairs, both  # noqa: E402
 
 import minigrad as mg  # noqa: E402
 import minigrad.nn as nn  # noqa: E402
@@ -38,24 +39,6 @@ def transpose_cases(draw, n=2):
                     for h, k, s, d, q in zip(spatial, kernel, stride, dilation, extra))
     x_shape = (draw(st.integers(1, 3)), cin) + spatial
     return x_shape, (cin, cout // groups) + kernel, stride, padding, extra, dilation, groups
-
-
-def both(mg_fn, torch_fn, arrays, seed=0):
-    """(minigrad, torch) pairs: the outputs, then the gradient of every input, for one random
-    upstream gradient."""
-    mins = [mg.tensor(a, requires_grad=True) for a in arrays]
-    tins = [torch.tensor(a, requires_grad=True) for a in arrays]
-    y, ty = mg_fn(*mins), torch_fn(*tins)
-    g = np.random.default_rng(seed).standard_normal(y.shape).astype(arrays[0].dtype)
-    y.backward(g)
-    ty.backward(torch.from_numpy(g))
-    return [(y.numpy(), ty.detach().numpy())] + [(m.grad.numpy(), t.grad.numpy()) for m, t in zip(mins, tins)]
-
-
-def assert_pairs(pairs, tol):
-    for mine, theirs in pairs:
-        assert mine.shape == theirs.shape and mine.dtype == theirs.dtype
-        np.testing.assert_allclose(mine, theirs, rtol=tol, atol=tol)
 
 
 def case_arrays(case, dtype, seed, bias=True, batched=True):

@@ -12,6 +12,7 @@ import numpy as np  # noqa: E402
 import torch.nn.functional as TF  # noqa: E402
 from hypothesis import assume, given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from torch_pairs import assert_pairs, both  # noqa: E402
 
 import minigrad as mg  # noqa: E402
 import minigrad.nn as nn  # noqa: E402
@@ -36,24 +37,6 @@ def conv_cases(draw, n=2):
                     for k, d, p in zip(kernel, dilation, pads))
     return (draw(st.integers(1, 3)), cin) + spatial, (cout, cin // groups) + kernel, stride, padding, \
         dilation, groups
-
-
-def both(mg_fn, torch_fn, arrays, seed=0):
-    """(minigrad, torch) pairs: the outputs, then the gradient of every input, for one random
-    upstream gradient."""
-    mins = [mg.tensor(a, requires_grad=True) for a in arrays]
-    tins = [torch.tensor(a, requires_grad=True) for a in arrays]
-    y, ty = mg_fn(*mins), torch_fn(*tins)
-    g = np.random.default_rng(seed).standard_normal(y.shape).astype(arrays[0].dtype)
-    y.backward(g)
-    ty.backward(torch.from_numpy(g))
-    return [(y.numpy(), ty.detach().numpy())] + [(m.grad, t.grad.numpy()) for m, t in zip(mins, tins)]
-
-
-def assert_pairs(pairs, tol):
-    for mine, theirs in pairs:
-        assert mine.shape == theirs.shape and mine.dtype == theirs.dtype
-        np.testing.assert_allclose(mine, theirs, rtol=tol, atol=tol)
 
 
 DTYPES = [pytest.param(np.float64, 1e-10, id="float64"), pytest.param(np.float32, 1e-4, id="float32")]

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from torch_compare import same_as_torch
 
 import minigrad as mg
 import minigrad.nn as nn
@@ -19,30 +20,6 @@ TF = torch.nn.functional
 
 fewer = settings(max_examples=max(10, settings.default.max_examples // 2))
 DTYPES = [pytest.param(np.float64, 1e-10, id="float64"), pytest.param(np.float32, 2e-5, id="float32")]
-
-
-def run(fn, arrays_, lib):
-    """fn on tensors of `arrays_` (all require grad), backward with a fixed random upstream
-    gradient; (output, dtype name, input gradients)."""
-    if lib == "mg":
-        ins = [mg.tensor(a, requires_grad=True) for a in arrays_]
-    else:
-        ins = [torch.tensor(a, requires_grad=True) for a in arrays_]
-    out = fn(*ins)
-    g = np.random.default_rng(0).standard_normal(tuple(out.shape)).astype(arrays_[0].dtype)
-    if lib == "mg":
-        out.backward(mg.tensor(g))
-        return out.numpy(), str(out.dtype), [t.grad for t in ins]
-    out.backward(torch.from_numpy(g))
-    return out.detach().numpy(), str(out.dtype).removeprefix("torch."), [t.grad.numpy() for t in ins]
-
-
-def same_as_torch(mine, theirs, arrays_, tol, grad_tol=None):
-    (a, da, ga), (b, db, gb) = run(mine, arrays_, "mg"), run(theirs, arrays_, "torch")
-    assert da == db and a.shape == b.shape
-    np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
-    for x, y in zip(ga, gb):
-        np.testing.assert_allclose(x, y, rtol=grad_tol or tol, atol=tol)
 
 
 def _grad_tol(fn, dtype):
