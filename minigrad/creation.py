@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .device import check_device
+from .errors import ShapeError
 from .random import numpy_generator
 from .tensor import Tensor, to_array
 
@@ -18,7 +19,7 @@ def _shape(size: tuple, op: str) -> tuple[int, ...]:
         if not isinstance(s, (int, np.integer)) or isinstance(s, (bool, np.bool_)):
             raise TypeError(f"{op}: sizes must be integers, got {s!r} in {tuple(shape)}")
         if s < 0:
-            raise ValueError(f"{op}: sizes must not be negative, got {s} in {tuple(shape)}")
+            raise ShapeError(f"{op}: sizes must not be negative, got {s} in {tuple(shape)}")
     return tuple(int(s) for s in shape)
 
 

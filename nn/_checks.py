@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from minigrad import Tensor
+from minigrad.errors import ShapeError
 from minigrad.grad_mode import current_scope
 from minigrad.viz import describe_scope
 
@@ -40,7 +41,7 @@ def _need_nc_input(fn: str, input: Any) -> None:
     """The input of a per-channel norm: a float Tensor of at least 2 dimensions (N, C, *)."""
     _need_tensor(fn, "the input", input)
     if input.ndim < 2:
-        raise ValueError(f"{fn}: the input needs at least 2 dimensions (N, C, *), got shape "
+        raise ShapeError(f"{fn}: the input needs at least 2 dimensions (N, C, *), got shape "
                          f"{input.shape}{_where()}")
     if input.dtype.kind != "f":
         raise TypeError(f"{fn}: the input has dtype {input.dtype}; convert it with x.float()")

@@ -21,6 +21,7 @@ import numpy as np
 
 from minigrad import Tensor, where
 from minigrad.autograd import Function
+from minigrad.errors import ShapeError
 from minigrad.ops.erf import erf, erf_float32
 from minigrad.ops.reduce import LogSoftmaxOp, SoftmaxOp, narrowed, widened
 from minigrad.random import generator
@@ -365,11 +366,11 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     _need_tensor("glu", input)
     _need_float("glu", input)
     if input.ndim == 0:
-        raise ValueError("glu: a 0-d input has no dimension to halve (glu needs an even size along dim)")
+        raise ShapeError("glu: a 0-d input has no dimension to halve (glu needs an even size along dim)")
     if not -input.ndim <= dim < input.ndim:
         raise IndexError(f"glu: dim {dim} is out of range for an input of shape {input.shape}")
     if input.shape[dim] % 2:
-        raise ValueError(f"glu: the halved dimension must be even, but dimension {dim % input.ndim} of "
+        raise ShapeError(f"glu: the halved dimension must be even, but dimension {dim % input.ndim} of "
                          f"the input of shape {input.shape} is size {input.shape[dim]}")
     a, b = input.chunk(2, dim)
     return a * b.sigmoid()
@@ -451,11 +452,11 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     _need_tensor("prelu", weight)
     _need_float("prelu", input)
     if weight.ndim > 1:
-        raise ValueError(f"prelu: the weight must be a number or 1-D, but got a weight of shape "
+        raise ShapeError(f"prelu: the weight must be a number or 1-D, but got a weight of shape "
                          f"{weight.shape}")
     channels = input.shape[1] if input.ndim >= 2 else 1
     if weight.numel() not in (1, channels):
-        raise ValueError(f"prelu: the weight of shape {weight.shape} must have 1 element or one per channel "
+        raise ShapeError(f"prelu: the weight of shape {weight.shape} must have 1 element or one per channel "
                          f"(dim 1): {channels} for the input of shape {input.shape}")
     w = weight.reshape(()) if weight.numel() == 1 else weight.reshape((channels,) + (1,) * (input.ndim - 2))
     positive = input._data > 0
@@ -480,7 +481,7 @@ def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
             raise ValueError("one_hot: cannot infer num_classes from an empty tensor; pass num_classes")
         num_classes = int(ids.max()) + 1
     elif num_classes < 0 or (ids.size and ids.max() >= num_classes):
-        raise ValueError(f"one_hot: class id {int(ids.max()) if ids.size else '-'} does not fit "
+        raise ShapeError(f"one_hot: class id {int(ids.max()) if ids.size else '-'} does not fit "
                          f"num_classes={num_classes} (ids must lie in [0, num_classes))")
     out = (ids[..., None] == np.arange(num_classes)).astype(np.int64)  # (*, C)
     return Tensor._make(out, None)
@@ -511,7 +512,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     try:
         shape = np.broadcast_shapes(x1.shape, x2.shape)
     except ValueError:
-        raise ValueError(f"cosine_similarity: x1 of shape {x1.shape} and x2 of shape {x2.shape} "
+        raise ShapeError(f"cosine_similarity: x1 of shape {x1.shape} and x2 of shape {x2.shape} "
                          "do not broadcast") from None
     x1, x2 = x1.expand(*shape), x2.expand(*shape)
     return ((x1 / _norm_at_least(x1, 2.0, dim, eps)) * (x2 / _norm_at_least(x2, 2.0, dim, eps))).sum(dim)
@@ -837,7 +838,7 @@ class Softmax2d(_Activation):
     def forward(self, input: Tensor) -> Tensor:
         _need_tensor("Softmax2d", input)
         if input.ndim not in (3, 4):
-            raise ValueError(f"Softmax2d: expected an input of 3 or 4 dimensions, (C, H, W) or (N, C, H, W), "
+            raise ShapeError(f"Softmax2d: expected an input of 3 or 4 dimensions, (C, H, W) or (N, C, H, W), "
                              f"but got one of shape {input.shape}")
         return softmax(input, -3)
 

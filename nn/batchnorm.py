@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from minigrad import Tensor
+from minigrad.errors import ShapeError
 
 from ._checks import _need_nc_input, _need_tensor, _where
 from .batchnorm_kernel import BatchNorm, batch_stats
@@ -43,7 +44,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if p is not None:
             _need_tensor("batch_norm", f"the {name}", p)
             if p.shape != (C,):
-                raise ValueError(f"batch_norm: the {name} must have shape ({C},), the number of channels, "
+                raise ShapeError(f"batch_norm: the {name} must have shape ({C},), the number of channels, "
                                  f"but got a {name} of shape {p.shape} and an input of shape "
                                  f"{input.shape}{_where()}")
     per_channel = (1, C) + (1,) * (input.ndim - 2)
@@ -57,7 +58,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         return y if bias is None else y + bias.reshape(per_channel)
     n = input.shape[0] * math.prod(input.shape[2:])
     if n == 1:  # the variance of one value is 0 and its unbiased estimate undefined: torch refuses
-        raise ValueError(f"batch_norm: Expected more than 1 value per channel when training, got an input "
+        raise ShapeError(f"batch_norm: Expected more than 1 value per channel when training, got an input "
                          f"of shape {input.shape}{_where()}")
     if n and (running_mean is not None or running_var is not None):
         _update_running_stats(input._data, running_mean, running_var, momentum, n)
@@ -159,7 +160,7 @@ class BatchNorm1d(_BatchNorm):
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.ndim not in (2, 3):
-            raise ValueError(f"BatchNorm1d: expected 2D or 3D input (got {input.ndim}D input of shape "
+            raise ShapeError(f"BatchNorm1d: expected 2D or 3D input (got {input.ndim}D input of shape "
                              f"{input.shape}){_where()}")
 
 
@@ -180,5 +181,5 @@ class BatchNorm2d(_BatchNorm):
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.ndim != 4:
-            raise ValueError(f"BatchNorm2d: expected 4D input (got {input.ndim}D input of shape "
+            raise ShapeError(f"BatchNorm2d: expected 4D input (got {input.ndim}D input of shape "
                              f"{input.shape}){_where()}")

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from minigrad import Tensor
+from minigrad.errors import ShapeError
 
 from . import init
 from ._checks import _need_tensor, _where
@@ -28,20 +29,20 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     for what, t in (("input1", input1), ("input2", input2), ("the weight", weight)):
         _need_tensor("bilinear", what, t)
     if weight.ndim != 3:
-        raise ValueError(f"bilinear: the weight must have shape (out_features, in1_features, in2_features), "
+        raise ShapeError(f"bilinear: the weight must have shape (out_features, in1_features, in2_features), "
                          f"got {weight.shape}{_where()}")
     out, in1, in2 = weight.shape
     if input1.ndim == 0 or input1.shape[:-1] != input2.shape[:-1] or input2.ndim != input1.ndim:
-        raise ValueError(f"bilinear: input1 of shape {input1.shape} and input2 of shape {input2.shape} must "
+        raise ShapeError(f"bilinear: input1 of shape {input1.shape} and input2 of shape {input2.shape} must "
                          f"have at least 1 dimension and the same leading dimensions{_where()}")
     for what, x, n in (("input1", input1, in1), ("input2", input2, in2)):
         if x.shape[-1] != n:
-            raise ValueError(f"bilinear: {what} of shape {x.shape} must end in {n} for a weight of shape "
+            raise ShapeError(f"bilinear: {what} of shape {x.shape} must end in {n} for a weight of shape "
                              f"{weight.shape}{_where()}")
     if bias is not None:
         _need_tensor("bilinear", "the bias", bias)
         if bias.shape != (out,):
-            raise ValueError(f"bilinear: the bias must have shape ({out},) for a weight of shape "
+            raise ShapeError(f"bilinear: the bias must have shape ({out},) for a weight of shape "
                              f"{weight.shape}, got {bias.shape}{_where()}")
     lead = input1.shape[:-1]
     M = math.prod(lead)

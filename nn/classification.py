@@ -14,6 +14,7 @@ import numpy as np
 
 from minigrad import Tensor, cat
 from minigrad.autograd import Function
+from minigrad.errors import ShapeError
 from minigrad.ops.reduce import LogSoftmaxOp
 
 from ._checks import _check_reduction, _int_array, _need_tensor
@@ -82,9 +83,9 @@ def _check_targets(fn: str, logits: Tensor, target: Any, ignore_index: int) -> n
     _need_tensor(fn, "the logits" if fn == "cross_entropy" else "the input", logits)
     t = _int_array(fn, "target", target)
     if logits.ndim == 0:
-        raise ValueError(f"{fn}: logits must have a class dimension, got a 0-d tensor")
+        raise ShapeError(f"{fn}: logits must have a class dimension, got a 0-d tensor")
     if t.shape != logits.shape[:-1]:
-        raise ValueError(
+        raise ShapeError(
             f"{fn}: target of shape {t.shape} does not match logits of shape {logits.shape} "
             f"(expected target shape {logits.shape[:-1]}: one class id per row)"
         )
@@ -116,7 +117,7 @@ def _classes_last(fn: str, input: Any, target: Any) -> tuple[Any, Any]:
         C = input.shape[-1]
         flatten = (f": for classes on the last dim, flatten as in PyTorch, {fn}(input.reshape(-1, {C}), "
                    "target.reshape(-1))") if tuple(shape) == input.shape[:-1] else ""
-        raise ValueError(f"{fn}: input of shape {input.shape} has its classes on dim 1, as in PyTorch, so "
+        raise ShapeError(f"{fn}: input of shape {input.shape} has its classes on dim 1, as in PyTorch, so "
                          f"the target must have shape {expected}, but it has {tuple(shape)}{flatten}")
     return input.movedim(1, -1), target
 
@@ -125,7 +126,7 @@ def _no_legacy(fn: str, size_average: Any, reduce: Any) -> None:
     """size_average and reduce hold their places in PyTorch's argument order (so that a weight,
     ignore_index or reduction given by position means the same); they are deprecated there."""
     if size_average is not None or reduce is not None:
-        raise ValueError(f"{fn}: size_average and reduce are deprecated in PyTorch and not supported; "
+        raise ShapeError(f"{fn}: size_average and reduce are deprecated in PyTorch and not supported; "
                          "use reduction='mean', 'sum' or 'none'")
 
 
@@ -187,7 +188,7 @@ def _soft_cross_entropy(logits: Tensor, q: Tensor, weight: Any, reduction: str, 
     """-sum_c w_c q_ic log_softmax(x)_ic per row, for probability targets q (*, C)."""
     _need_tensor("cross_entropy", "the logits", logits)
     if q.shape != logits.shape or logits.ndim == 0:
-        raise ValueError(f"cross_entropy: a float target holds class probabilities and must have the "
+        raise ShapeError(f"cross_entropy: a float target holds class probabilities and must have the "
                          f"input's shape {logits.shape}, got {q.shape} (class ids must be integers)")
     C = logits.shape[-1]
     if smoothing:
@@ -234,7 +235,7 @@ def _class_weight(fn: str, weight: Any, logits: Tensor) -> Tensor:
     """The class weights as a (C,) Tensor, or an error naming fn and the shapes."""
     _need_tensor(fn, "weight", weight)
     if weight.shape != logits.shape[-1:]:
-        raise ValueError(f"{fn}: weight has shape {weight.shape} but the input's {logits.shape[-1]} "
+        raise ShapeError(f"{fn}: weight has shape {weight.shape} but the input's {logits.shape[-1]} "
                          f"classes need ({logits.shape[-1]},): one weight per class")
     return weight
 

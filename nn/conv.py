@@ -17,6 +17,7 @@ import numpy as np
 
 from minigrad import Tensor
 from minigrad.device import check_device
+from minigrad.errors import ShapeError
 
 from . import init
 from ._checks import _need_tensor, _where
@@ -78,24 +79,24 @@ def _check(fn: str, x: Tensor, weight: Tensor, bias: Tensor | None, groups: int,
     _need_tensor(fn, "the input", x)
     _need_tensor(fn, "the weight", weight)
     if weight.ndim != n + 2:
-        raise ValueError(f"{fn}: weight of shape {weight.shape} must have {n + 2} dimensions "
+        raise ShapeError(f"{fn}: weight of shape {weight.shape} must have {n + 2} dimensions "
                          f"(out_channels, in_channels / groups, {', '.join('k' * n)})")
     if x.ndim != n + 2:
-        raise ValueError(f"{fn}: expected an input of {n + 2} dimensions (batched) or {n + 1} "
+        raise ShapeError(f"{fn}: expected an input of {n + 2} dimensions (batched) or {n + 1} "
                          f"(unbatched), got shape {x.shape}{_where()}")
     if not isinstance(groups, int) or groups < 1:
         raise ValueError(f"{fn}: groups must be a positive int, not {groups!r}")
     if weight.shape[0] % groups:
-        raise ValueError(f"{fn}: groups={groups} must divide the weight's out_channels, but the weight "
+        raise ShapeError(f"{fn}: groups={groups} must divide the weight's out_channels, but the weight "
                          f"has shape {weight.shape}")
     if x.shape[1] != weight.shape[1] * groups:
-        raise ValueError(f"{fn}: with groups={groups}, weight of shape {weight.shape} expects an input "
+        raise ShapeError(f"{fn}: with groups={groups}, weight of shape {weight.shape} expects an input "
                          f"with {weight.shape[1] * groups} channels, but the input of shape {x.shape} "
                          f"has {x.shape[1]}{_where()}")
     if bias is not None:
         _need_tensor(fn, "the bias", bias)
         if bias.shape != weight.shape[:1]:
-            raise ValueError(f"{fn}: bias has shape {bias.shape} but weight {weight.shape} needs "
+            raise ShapeError(f"{fn}: bias has shape {bias.shape} but weight {weight.shape} needs "
                              f"{weight.shape[:1]} (one per output channel)")
     _check_dtypes(fn, x, weight, bias)
 
@@ -117,7 +118,7 @@ def _conv(fn: str, n: int, x: Tensor, weight: Tensor, bias: Tensor | None, strid
     for axis, k in enumerate(kernel):
         size = x.shape[2 + axis] + pads[2 * axis] + pads[2 * axis + 1]
         if dilation[axis] * (k - 1) + 1 > size:
-            raise ValueError(
+            raise ShapeError(
                 f"{fn}: kernel of size {kernel} (dilation {dilation}) is larger than the padded input "
                 f"(input of shape {x.shape}, padded to {size} along dimension {2 + axis}){_where()}")
     if n == 1:  # height 1: the kernel and the options get a leading 1 / 0
@@ -278,25 +279,25 @@ def _check_transpose(fn: str, x: Tensor, weight: Tensor, bias: Tensor | None, gr
     errors naming fn and the shapes."""
     _need_tensor(fn, "the weight", weight)
     if weight.ndim != n + 2:
-        raise ValueError(f"{fn}: weight of shape {weight.shape} must have {n + 2} dimensions "
+        raise ShapeError(f"{fn}: weight of shape {weight.shape} must have {n + 2} dimensions "
                          f"(in_channels, out_channels / groups, {', '.join('k' * n)})")
     if x.ndim != n + 2:
-        raise ValueError(f"{fn}: expected an input of {n + 2} dimensions (batched) or {n + 1} "
+        raise ShapeError(f"{fn}: expected an input of {n + 2} dimensions (batched) or {n + 1} "
                          f"(unbatched), got shape {x.shape}{_where()}")
     if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
         raise ValueError(f"{fn}: groups must be a positive int, not {groups!r}")
     if weight.shape[0] % groups:
-        raise ValueError(f"{fn}: groups={groups} must divide the weight's in_channels (its first "
+        raise ShapeError(f"{fn}: groups={groups} must divide the weight's in_channels (its first "
                          f"dimension), but the weight has shape {weight.shape}")
     if x.shape[1] != weight.shape[0]:
-        raise ValueError(f"{fn}: weight of shape {weight.shape} expects an input with {weight.shape[0]} "
+        raise ShapeError(f"{fn}: weight of shape {weight.shape} expects an input with {weight.shape[0]} "
                          f"channels, but the input of shape {x.shape} has {x.shape[1]}{_where()}")
     if 0 in x.shape[2:]:
-        raise ValueError(f"{fn}: the input of shape {x.shape} has a spatial dimension of size 0{_where()}")
+        raise ShapeError(f"{fn}: the input of shape {x.shape} has a spatial dimension of size 0{_where()}")
     if bias is not None:
         _need_tensor(fn, "the bias", bias)
         if bias.shape != (weight.shape[1] * groups,):
-            raise ValueError(f"{fn}: bias has shape {bias.shape} but weight {weight.shape} with "
+            raise ShapeError(f"{fn}: bias has shape {bias.shape} but weight {weight.shape} with "
                              f"groups={groups} needs ({weight.shape[1] * groups},) (one per output channel)")
     _check_dtypes(fn, x, weight, bias)
 
@@ -318,12 +319,12 @@ def _conv_transpose(fn: str, n: int, x: Tensor, weight: Tensor, bias: Tensor | N
     if any(p < 0 for p in pads) or any(q < 0 for q in extra):
         raise ValueError(f"{fn}: negative padding {pads} or output_padding {extra} is not supported")
     if any(q >= s and q >= d for q, s, d in zip(extra, stride, dilation)):
-        raise ValueError(f"{fn}: output_padding {extra} must be smaller than either the stride {stride} "
+        raise ShapeError(f"{fn}: output_padding {extra} must be smaller than either the stride {stride} "
                          f"or the dilation {dilation} along every dimension")
     out = tuple(transpose_out_size(size, *a) for size, a in
                 zip(x.shape[2:], zip(kernel, stride, pads, extra, dilation)))
     if min(out) < 1:
-        raise ValueError(f"{fn}: the output size {out} is too small (input of shape {x.shape}, weight "
+        raise ShapeError(f"{fn}: the output size {out} is too small (input of shape {x.shape}, weight "
                          f"{weight.shape}, stride {stride}, padding {pads}, output_padding {extra}, "
                          f"dilation {dilation}){_where()}")
     if n == 1:  # height 1: the kernel and the options get a leading 1 / 0
@@ -425,13 +426,13 @@ class _ConvTransposeNd(Module):
         if len(size) == lead + n:
             size = size[lead:]
         if len(size) != n:
-            raise ValueError(f"{name}: for an input of {input.ndim} dimensions, output_size must have {n} or "
+            raise ShapeError(f"{name}: for an input of {input.ndim} dimensions, output_size must have {n} or "
                              f"{lead + n} elements (got {len(size)}: {tuple(output_size)})")
         smallest = [transpose_out_size(input.shape[lead + a], self.kernel_size[a], self.stride[a],
                                        self.padding[a], 0, self.dilation[a]) for a in range(n)]
         largest = [m + s - 1 for m, s in zip(smallest, self.stride)]
         if any(not lo <= s <= hi for s, lo, hi in zip(size, smallest, largest)):
-            raise ValueError(f"{name}: requested an output size of {tuple(size)}, but valid sizes range from "
+            raise ShapeError(f"{name}: requested an output size of {tuple(size)}, but valid sizes range from "
                              f"{smallest} to {largest} (for an input of shape {input.shape}){_where()}")
         return tuple(s - lo for s, lo in zip(size, smallest))
 

@@ -7,6 +7,7 @@ import math
 from typing import Sequence
 
 from minigrad import Tensor
+from minigrad.errors import ShapeError
 
 from .module import Module
 
@@ -45,7 +46,7 @@ class Unflatten(Module):
         known = math.prod(s for s in sizes if s != -1)
         if not 0 <= d < input.ndim or sizes.count(-1) > 1 or (
                 input.shape[d] != known if -1 not in sizes else known == 0 or input.shape[d] % known):
-            raise ValueError(f"Unflatten: cannot split axis {self.dim} of an input of shape {input.shape} "
+            raise ShapeError(f"Unflatten: cannot split axis {self.dim} of an input of shape {input.shape} "
                              f"into {sizes} (their product must equal that axis' size; at most one -1)")
         return input.reshape(input.shape[:d] + sizes + input.shape[d + 1:])
 

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from minigrad import Tensor, versions
+from minigrad.errors import ShapeError
 from minigrad.random import generator
 
 
@@ -66,7 +67,7 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
 def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
     """(fan_in, fan_out) of a weight (out, in, *kernel): (in * k, out * k), k = prod(kernel)."""
     if tensor.ndim < 2:
-        raise ValueError(
+        raise ShapeError(
             f"init: fan in and fan out need a tensor of at least 2 dimensions, not shape {tensor.shape}"
         )
     receptive = math.prod(tensor.shape[2:])

@@ -11,6 +11,7 @@ import numpy as np
 
 from minigrad import Tensor
 from minigrad.autograd import Function
+from minigrad.errors import ShapeError
 from minigrad.runtime import parallel
 
 from . import init
@@ -66,12 +67,12 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if bias is not None:
         _need_tensor("linear", "the bias", bias)
     if weight.ndim != 2 or input.ndim == 0 or input.shape[-1] != weight.shape[1]:
-        raise ValueError(
+        raise ShapeError(
             f"linear: input of shape {input.shape} does not fit weight of shape {weight.shape} "
             "(the input's last dimension must equal weight.shape[1] = in_features)"
         )
     if bias is not None and bias.shape != weight.shape[:1]:  # numpy would broadcast, or fail unnamed
-        raise ValueError(
+        raise ShapeError(
             f"linear: bias has shape {bias.shape} but weight {weight.shape} needs {weight.shape[:1]}"
             f"{_where()} (one bias per output feature)"
         )

@@ -16,6 +16,7 @@ import numpy as np
 
 from minigrad import Tensor, where
 from minigrad.autograd import Function
+from minigrad.errors import ShapeError
 from minigrad.ops.pointwise import SigmoidOp
 from minigrad.ops.promotion import promote
 
@@ -39,7 +40,7 @@ def mse_loss(input: Tensor, target: Any, size_average: Any = None, reduce: Any =
     _need_tensor("mse_loss", "the input", input)
     target = target if isinstance(target, Tensor) else Tensor(np.asarray(target, dtype=input.dtype))
     if target.shape != input.shape:
-        raise ValueError(f"mse_loss: input of shape {input.shape} and target of shape "
+        raise ShapeError(f"mse_loss: input of shape {input.shape} and target of shape "
                          f"{target.shape} differ")
     d = input - target
     sq = d * d
@@ -68,7 +69,7 @@ def _pair(fn: str, input: Any, target: Any, what: str = "input") -> tuple[Tensor
     if not isinstance(target, Tensor):
         target = Tensor(np.asarray(target, dtype=input.dtype))
     if target.shape != input.shape:
-        raise ValueError(f"{fn}: {what} of shape {input.shape} and target of shape {target.shape} "
+        raise ShapeError(f"{fn}: {what} of shape {input.shape} and target of shape {target.shape} "
                          "differ (give the target the input's shape, e.g. with .reshape)")
     return input, target
 
@@ -210,7 +211,7 @@ def _weight_tensor(fn: str, weight: Any, like: Tensor, what: str = "weight", fix
     try:
         np.broadcast_shapes(w.shape, like.shape)
     except ValueError:
-        raise ValueError(f"{fn}: {what} of shape {w.shape} does not broadcast to the input's shape "
+        raise ShapeError(f"{fn}: {what} of shape {w.shape} does not broadcast to the input's shape "
                          f"{like.shape}{fix}") from None
     return w
 
@@ -294,7 +295,7 @@ def kl_div(input: Tensor, target: Any, size_average: Any = None, reduce: Any = N
     try:
         np.broadcast_shapes(input.shape, t.shape)
     except ValueError:
-        raise ValueError(f"{fn}: input of shape {input.shape} and target of shape {t.shape} do not "
+        raise ShapeError(f"{fn}: input of shape {input.shape} and target of shape {t.shape} do not "
                          "broadcast") from None
     if log_target:
         loss = t.exp() * (t - input)

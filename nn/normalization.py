@@ -17,6 +17,7 @@ import numpy as np
 
 from minigrad import Tensor
 from minigrad.autograd import Function
+from minigrad.errors import ShapeError
 from minigrad.ops.reduce import accumulation_dtype, narrowed, widened
 
 from ._checks import _need_nc_input, _need_tensor, _where
@@ -41,18 +42,18 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     _need_nc_input("group_norm", input)
     N, C = input.shape[:2]
     if not isinstance(num_groups, int) or num_groups <= 0 or C % num_groups:
-        raise ValueError(f"group_norm: the number of channels must be divisible by num_groups, but got "
+        raise ShapeError(f"group_norm: the number of channels must be divisible by num_groups, but got "
                          f"an input of shape {input.shape} and num_groups={num_groups}{_where()}")
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None:
             _need_tensor("group_norm", f"the {name}", p)
             if p.shape != (C,):
-                raise ValueError(f"group_norm: the {name} must have shape ({C},), the number of channels, "
+                raise ShapeError(f"group_norm: the {name} must have shape ({C},), the number of channels, "
                                  f"but got a {name} of shape {p.shape} and an input of shape "
                                  f"{input.shape}{_where()}")
     per_group = C // num_groups * math.prod(input.shape[2:])
     if N * per_group == 1:  # torch refuses this too: every group of the batch is one value
-        raise ValueError(f"group_norm: expected more than 1 value per group in the batch, got an input of "
+        raise ShapeError(f"group_norm: expected more than 1 value per group in the batch, got an input of "
                          f"shape {input.shape} and num_groups={num_groups}{_where()}")
     out_dtype = np.result_type(input.dtype, *(p.dtype for p in (weight, bias) if p is not None))
     acc = accumulation_dtype(input.dtype)
@@ -229,13 +230,13 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Ten
     _need_tensor("layer_norm", "the input", input)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if input.shape[input.ndim - len(shape):] != shape or len(shape) > input.ndim:
-        raise ValueError(f"layer_norm: input of shape {input.shape} does not end in normalized_shape {shape}")
+        raise ShapeError(f"layer_norm: input of shape {input.shape} does not end in normalized_shape {shape}")
     for name, p in (("weight", weight), ("bias", bias)):
         if p is None:
             continue
         _need_tensor("layer_norm", f"the {name}", p)
         if p.shape != shape:
-            raise ValueError(f"layer_norm: {name} has shape {p.shape} but normalized_shape {shape} "
+            raise ShapeError(f"layer_norm: {name} has shape {p.shape} but normalized_shape {shape} "
                              f"needs {shape}{_where()}")
     params = []
     if weight is not None or bias is not None:
@@ -300,14 +301,14 @@ def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tenso
     _need_tensor("rms_norm", "the input", input)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if not shape:
-        raise ValueError("rms_norm: normalized_shape must have at least one dimension, got ()")
+        raise ShapeError("rms_norm: normalized_shape must have at least one dimension, got ()")
     if len(shape) > input.ndim or input.shape[input.ndim - len(shape):] != shape:
-        raise ValueError(f"rms_norm: input of shape {input.shape} does not end in normalized_shape {shape}"
+        raise ShapeError(f"rms_norm: input of shape {input.shape} does not end in normalized_shape {shape}"
                          f"{_where()}")
     if weight is not None:
         _need_tensor("rms_norm", "the weight", weight)
         if weight.shape != shape:
-            raise ValueError(f"rms_norm: the weight has shape {weight.shape} but normalized_shape is "
+            raise ShapeError(f"rms_norm: the weight has shape {weight.shape} but normalized_shape is "
                              f"{shape}{_where()}")
     if input.dtype.kind != "f":
         raise TypeError(f"rms_norm: the input has dtype {input.dtype}; convert it with x.float() or "

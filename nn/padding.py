@@ -15,6 +15,7 @@ import numpy as np
 
 from minigrad import Tensor
 from minigrad.autograd import Function
+from minigrad.errors import ShapeError
 
 from ._checks import _need_tensor, _where
 
@@ -31,7 +32,7 @@ def _placement(shape: tuple[int, ...], pad: tuple[int, ...]) -> tuple[tuple, tup
         before, after = pad[2 * i], pad[2 * i + 1]
         kept = shape[d] - max(-before, 0) - max(-after, 0)
         if kept < 0:
-            raise ValueError(f"pad: pad {pad} crops dimension {d} of an input of shape {shape} "
+            raise ShapeError(f"pad: pad {pad} crops dimension {d} of an input of shape {shape} "
                              f"to a negative size ({shape[d] + before + after})")
         src[d] = slice(max(-before, 0), max(-before, 0) + kept)
         dst[d] = slice(max(before, 0), max(before, 0) + kept)
@@ -99,20 +100,20 @@ def _check_gather(mode: str, shape: tuple[int, ...], pad: tuple[int, ...]) -> No
     k = len(pad) // 2
     if not 1 <= k <= 3 or len(shape) not in (k + 1, k + 2):
         want = "a pad of 2, 4 or 6" if not 1 <= k <= 3 else f"a {k + 1}-d or {k + 2}-d input"
-        raise ValueError(f"pad: mode {mode!r} pads the last 1 to 3 dimensions of a (C, ...) or (N, C, ...) "
+        raise ShapeError(f"pad: mode {mode!r} pads the last 1 to 3 dimensions of a (C, ...) or (N, C, ...) "
                          f"input and needs {want}; got pad {pad} and an input of shape {shape}{_where()}")
     for i in range(k):
         d, before, after = len(shape) - 1 - i, pad[2 * i], pad[2 * i + 1]
         n = shape[d]
         if mode == "reflect" and (before >= n or after >= n):
-            raise ValueError(f"pad: reflect pads must be smaller than the size of the dimension they pad; "
+            raise ShapeError(f"pad: reflect pads must be smaller than the size of the dimension they pad; "
                              f"got pad ({before}, {after}) for dimension {d} of an input of shape {shape}")
         if mode == "circular" and (before > n or after > n):
-            raise ValueError(f"pad: circular pads of at most the size of the dimension they pad (wrapping "
+            raise ShapeError(f"pad: circular pads of at most the size of the dimension they pad (wrapping "
                              f"around once); got pad ({before}, {after}) for dimension {d} of an input of "
                              f"shape {shape}")
         if n == 0 or n - max(-before, 0) - max(-after, 0) <= 0:
-            raise ValueError(f"pad: mode {mode!r} needs elements to pad from; dimension {d} of an input "
+            raise ShapeError(f"pad: mode {mode!r} needs elements to pad from; dimension {d} of an input "
                              f"of shape {shape} has none left with pad ({before}, {after})")
 
 
@@ -140,7 +141,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     if len(pad) % 2:
         raise ValueError(f"pad: the padding length must be divisible by 2, got pad {pad}")
     if len(pad) // 2 > input.ndim:
-        raise ValueError(f"pad: pad {pad} pads {len(pad) // 2} dimensions, but the input of shape "
+        raise ShapeError(f"pad: pad {pad} pads {len(pad) // 2} dimensions, but the input of shape "
                          f"{input.shape} has {input.ndim}{_where()}")
     if mode not in _MODES:
         raise ValueError(f"pad: mode must be one of {_MODES}, not {mode!r}")

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from minigrad import Tensor
+from minigrad.errors import ShapeError
 
 from ._checks import _need_tensor, _where
 from .conv import _tuple
@@ -22,7 +23,7 @@ def _pool_args(fn: str, x: Tensor, n: int, kernel_size: Any, stride: Any, paddin
     """Checked (x as a batch, unbatched?, kernel, stride, padding, dilation) for an n-d pool."""
     _need_tensor(fn, "the input", x)
     if x.ndim not in (n + 1, n + 2):
-        raise ValueError(f"{fn}: expected an input of {n + 1} or {n + 2} dimensions, got shape {x.shape}"
+        raise ShapeError(f"{fn}: expected an input of {n + 1} or {n + 2} dimensions, got shape {x.shape}"
                          f"{_where()}")
     if x.dtype.kind != "f" and not (fn == "max_pool2d" and x.dtype.kind in "iu"):  # torch's rule
         raise TypeError(f"{fn}: the input has dtype {x.dtype}; pooling needs floating point (x.float())")
@@ -32,17 +33,17 @@ def _pool_args(fn: str, x: Tensor, n: int, kernel_size: Any, stride: Any, paddin
     padding = _tuple(fn, "padding", padding, n)
     dilation = _tuple(fn, "dilation", dilation, n)
     if min(kernel + stride + dilation) < 1 or min(padding) < 0:
-        raise ValueError(f"{fn}: kernel_size {kernel}, stride {stride} and dilation {dilation} must be "
+        raise ShapeError(f"{fn}: kernel_size {kernel}, stride {stride} and dilation {dilation} must be "
                          f"positive and padding {padding} not negative")
     for p, k in zip(padding, kernel):
         if p > k // 2:  # torch's rule (the kernel's size, whatever the dilation)
-            raise ValueError(f"{fn}: pad should be at most half of kernel size, but got pad={p} and "
+            raise ShapeError(f"{fn}: pad should be at most half of kernel size, but got pad={p} and "
                              f"kernel_size={k}")
     spatial = x.shape[x.ndim - n:]
     out = tuple(pool_out_size(s, k, st, p, p, d, ceil_mode)
                 for s, k, st, p, d in zip(spatial, kernel, stride, padding, dilation))
     if min(out) < 1:
-        raise ValueError(f"{fn}: input of shape {x.shape} is too small for kernel_size {kernel} "
+        raise ShapeError(f"{fn}: input of shape {x.shape} is too small for kernel_size {kernel} "
                          f"(padding {padding}, dilation {dilation}): the output size {out} is too small"
                          f"{_where()}")
     if unbatched:
@@ -137,14 +138,14 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """
     _need_tensor("adaptive_avg_pool2d", "the input", input)
     if input.ndim not in (3, 4):
-        raise ValueError(f"adaptive_avg_pool2d: expected an input of 3 or 4 dimensions, got shape "
+        raise ShapeError(f"adaptive_avg_pool2d: expected an input of 3 or 4 dimensions, got shape "
                          f"{input.shape}{_where()}")
     size = output_size if isinstance(output_size, (tuple, list)) else (output_size, output_size)
     H, W = input.shape[-2:]
     size = tuple(s if s is not None else d for s, d in zip(size, (H, W)))
     size = _tuple("adaptive_avg_pool2d", "output_size", size, 2)
     if min(size) < 1 or min(H, W) < 1:
-        raise ValueError(f"adaptive_avg_pool2d: output_size {size} and the input's size {(H, W)} must be "
+        raise ShapeError(f"adaptive_avg_pool2d: output_size {size} and the input's size {(H, W)} must be "
                          "positive")
     ah = Tensor(_adaptive_matrix(H, size[0]).astype(input.dtype))
     awt = Tensor(_adaptive_matrix(W, size[1]).T.astype(input.dtype))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad import Tensor
+from minigrad.errors import ShapeError
 
 from . import init
 from .module import Module, Parameter
@@ -17,7 +18,7 @@ from .module import Module, Parameter
 def _check(name: str, x: Tensor, d_model: int, max_len: int, offset: int) -> int:
     """The sequence length T of x (*, T, d_model), checked against max_len."""
     if x.ndim < 2 or x.shape[-1] != d_model:
-        raise ValueError(f"{name}: expected input of shape (*, T, {d_model}), got {x.shape}")
+        raise ShapeError(f"{name}: expected input of shape (*, T, {d_model}), got {x.shape}")
     t = x.shape[-2]
     if offset < 0 or offset + t > max_len:
         raise ValueError(

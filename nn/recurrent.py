@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from minigrad import Tensor
+from minigrad.errors import ShapeError
 
 from . import functional as F
 from . import init
@@ -77,7 +78,7 @@ class _Cell(Module):
     def _input(self, input: Tensor) -> tuple[Tensor, bool]:
         """(input as (B, in), batched?)."""
         if input.ndim not in (1, 2) or input.shape[-1] != self.input_size:
-            raise ValueError(f"{type(self).__name__}: input must have shape (B, {self.input_size}) or "
+            raise ShapeError(f"{type(self).__name__}: input must have shape (B, {self.input_size}) or "
                              f"({self.input_size},), got {input.shape}")
         batched = input.ndim == 2
         return (input if batched else input.unsqueeze(0)), batched
@@ -90,7 +91,7 @@ class _Cell(Module):
             return Tensor(np.zeros((x.shape[0], size), dtype=x.dtype))
         want = (x.shape[0], size) if batched else (size,)
         if tuple(hx.shape) != want:
-            raise ValueError(f"{type(self).__name__}: {label} must have shape {want} for an "
+            raise ShapeError(f"{type(self).__name__}: {label} must have shape {want} for an "
                              f"input of shape {input.shape}, got {tuple(hx.shape)}")
         return hx if batched else hx.unsqueeze(0)
 

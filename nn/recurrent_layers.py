@@ -23,6 +23,7 @@ import numpy as np
 
 import minigrad as mg
 from minigrad import Tensor
+from minigrad.errors import ShapeError
 
 from . import functional as F
 from . import init
@@ -49,7 +50,7 @@ class _RNNBase(Module):
             raise ValueError(f"{name}: dropout must be a number in [0, 1] (the probability of zeroing "
                              f"an element), not {dropout!r}")
         if not isinstance(proj_size, numbers.Integral) or not 0 <= proj_size < hidden_size:
-            raise ValueError(f"{name}: proj_size must be an integer in [0, hidden_size={hidden_size}) "
+            raise ShapeError(f"{name}: proj_size must be an integer in [0, hidden_size={hidden_size}) "
                              f"(0 for no projection), not {proj_size!r}")
         if dropout > 0 and num_layers == 1:
             warnings.warn(f"{name}: dropout is applied between layers (not after the last), so "
@@ -101,10 +102,10 @@ class _RNNBase(Module):
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}: input must be a Tensor, not {type(input).__name__}")
         if input.ndim not in (2, 3):
-            raise ValueError(f"{name}: input must be 2-D (L, H_in) unbatched or 3-D {layout}, "
+            raise ShapeError(f"{name}: input must be 2-D (L, H_in) unbatched or 3-D {layout}, "
                              f"got shape {input.shape}")
         if input.shape[-1] != self.input_size:
-            raise ValueError(f"{name}: input.size(-1) must equal input_size={self.input_size}, "
+            raise ShapeError(f"{name}: input.size(-1) must equal input_size={self.input_size}, "
                              f"got input of shape {input.shape}")
         batched = input.ndim == 3
         if not batched:
@@ -112,7 +113,7 @@ class _RNNBase(Module):
         else:
             x = input.transpose(0, 1) if self.batch_first else input
         if x.shape[0] == 0:
-            raise ValueError(f"{name}: the sequence length must be greater than 0, got input of shape "
+            raise ShapeError(f"{name}: the sequence length must be greater than 0, got input of shape "
                              f"{input.shape}")
         return x, batched
 
@@ -129,7 +130,7 @@ class _RNNBase(Module):
         if tuple(hx.shape) != want:
             kind = "a batched 3-D" if batched else "an unbatched 2-D"
             what = "proj_size" if size != self.hidden_size else "hidden_size"
-            raise ValueError(f"{name}: {label} must have shape {want} (num_layers * num_directions, "
+            raise ShapeError(f"{name}: {label} must have shape {want} (num_layers * num_directions, "
                              f"{'N, ' if batched else ''}{what}) for {kind} input of shape "
                              f"{input.shape}, got {tuple(hx.shape)}")
         hx = hx if batched else hx.unsqueeze(1)

@@ -26,6 +26,7 @@ import numpy as np
 
 from minigrad import Tensor
 from minigrad.autograd import Function
+from minigrad.errors import ShapeError
 
 from ._checks import _need_tensor, _where
 from .module import Module
@@ -229,18 +230,18 @@ def _output_size(input: Tensor, size: Any, scale_factor: Any, recompute_scale_fa
     in / out, as with a size)."""
     dim, spatial = input.ndim - 2, tuple(input.shape[2:])
     if size is not None and scale_factor is not None:
-        raise ValueError(f"interpolate: only one of size or scale_factor should be defined, got "
+        raise ShapeError(f"interpolate: only one of size or scale_factor should be defined, got "
                          f"size={size!r} and scale_factor={scale_factor!r}")
     if size is None and scale_factor is None:
-        raise ValueError(f"interpolate: either size or scale_factor should be defined (input of shape "
+        raise ShapeError(f"interpolate: either size or scale_factor should be defined (input of shape "
                          f"{input.shape}){_where()}")
     if recompute_scale_factor and size is not None:
-        raise ValueError("interpolate: recompute_scale_factor is not meaningful with an explicit size "
+        raise ShapeError("interpolate: recompute_scale_factor is not meaningful with an explicit size "
                          f"(size={size!r})")
     if size is not None:
         sizes = tuple(size) if isinstance(size, (tuple, list)) else (size,) * dim
         if len(sizes) != dim:
-            raise ValueError(f"interpolate: an input with {dim} spatial dimensions {list(spatial)} (shape "
+            raise ShapeError(f"interpolate: an input with {dim} spatial dimensions {list(spatial)} (shape "
                              f"{input.shape}) needs a size of {dim}, got size={size!r}{_where()}")
         if not all(_is_int(s) for s in sizes):
             raise TypeError(f"interpolate: size must be an int or a tuple of ints, got size={size!r}")
@@ -248,7 +249,7 @@ def _output_size(input: Tensor, size: Any, scale_factor: Any, recompute_scale_fa
     else:
         factors = tuple(scale_factor) if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * dim
         if len(factors) != dim:
-            raise ValueError(f"interpolate: an input with {dim} spatial dimensions {list(spatial)} (shape "
+            raise ShapeError(f"interpolate: an input with {dim} spatial dimensions {list(spatial)} (shape "
                              f"{input.shape}) needs a scale_factor of {dim}, got "
                              f"scale_factor={scale_factor!r}{_where()}")
         if not all(isinstance(f, (int, float, np.integer, np.floating)) and not isinstance(f, bool)
@@ -261,7 +262,7 @@ def _output_size(input: Tensor, size: Any, scale_factor: Any, recompute_scale_fa
             scales = None
     if min(spatial) < 1 or min(out) < 1:
         names = "DHW"[3 - dim:]
-        raise ValueError(f"interpolate: input and output sizes should be greater than 0, but got input "
+        raise ShapeError(f"interpolate: input and output sizes should be greater than 0, but got input "
                          f"({', '.join(f'{a}: {n}' for a, n in zip(names, spatial))}) and output "
                          f"({', '.join(f'{a}: {n}' for a, n in zip(names, out))}) for an input of shape "
                          f"{input.shape}{_where()}")
@@ -317,7 +318,7 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
     out, scales = _output_size(input, size, scale_factor, recompute_scale_factor)
     if antialias:
         if not (mode in ("bilinear", "bicubic") and input.ndim == 4):
-            raise ValueError(f"interpolate: antialias is restricted to the bilinear and bicubic modes and a "
+            raise ShapeError(f"interpolate: antialias is restricted to the bilinear and bicubic modes and a "
                              f"4-D input, got mode={mode!r} and an input of shape {input.shape}")
         raise NotImplementedError(f"interpolate: antialias=True (mode {mode!r}) is not implemented in "
                                   "minigrad; use antialias=False")

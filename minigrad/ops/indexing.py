@@ -17,6 +17,7 @@ import numpy as np
 from .. import grad_mode, versions
 from ..autograd import Function
 from ..creation import as_tensor
+from ..errors import ShapeError
 from ..tensor import Tensor
 from .arguments import check_index, index_array, one_axis
 from .promotion import promote, result_type
@@ -68,13 +69,13 @@ def _along(x: np.ndarray, index: Any, dim: int, op: str, src: np.ndarray | None 
     axis = one_axis(dim, x.ndim, op)
     if max(index.ndim, 1) != max(x.ndim, 1) or (src is not None and max(src.ndim, 1) != max(x.ndim, 1)):
         shapes = f"input {x.shape}, index {index.shape}" + ("" if src is None else f", src {src.shape}")
-        raise ValueError(f"{op}: index must have as many dimensions as the input ({shapes})")
+        raise ShapeError(f"{op}: index must have as many dimensions as the input ({shapes})")
     x1, i1 = np.atleast_1d(x), np.atleast_1d(index)
     s1 = None if src is None else np.atleast_1d(src)
     if any(i > s for d, (i, s) in enumerate(zip(i1.shape, x1.shape)) if d != axis) or (
             s1 is not None and any(i > s for i, s in zip(i1.shape, s1.shape))):
         extra = "" if src is None else f" and no larger than src {src.shape}"
-        raise ValueError(f"{op}: index of shape {index.shape} must be no larger than the input "
+        raise ShapeError(f"{op}: index of shape {index.shape} must be no larger than the input "
                          f"{x.shape} apart from dim {dim}{extra}")
     check_range(i1, x1.shape[axis], dim, op)
     return axis, i1, _grid(i1, axis), tuple(slice(0, n) for n in i1.shape)
@@ -357,7 +358,7 @@ class IndexAdd(Function):
         x1, s1 = np.atleast_1d(x), np.atleast_1d(source)
         want = x1.shape[:axis] + (idx.size,) + x1.shape[axis + 1:]
         if s1.shape != want or max(source.ndim, 1) != max(x.ndim, 1):
-            raise ValueError(f"index_add: source of shape {source.shape} must have the input's shape "
+            raise ShapeError(f"index_add: source of shape {source.shape} must have the input's shape "
                              f"{x.shape} apart from dim {dim}, and {idx.size} there (one per index)")
         ctx.alpha, ctx.source_shape, ctx.axis, ctx.idx = alpha, source.shape, axis, idx
         z = x1.copy()
@@ -424,7 +425,7 @@ def index_fill(self, dim: int, index: Any, value: float | Tensor) -> Tensor:
     summed (as in PyTorch)."""
     if isinstance(value, Tensor):  # a Tensor: a graph input, so that it gets a gradient
         if value.ndim != 0:
-            raise ValueError(f"index_fill: a tensor value must be 0-d, not of shape {value.shape}")
+            raise ShapeError(f"index_fill: a tensor value must be 0-d, not of shape {value.shape}")
         return IndexFill.apply(self, value, dim=dim, index=index_array(index))
     return IndexFill.apply(self, dim=dim, index=index_array(index), value=value)
 
@@ -450,7 +451,7 @@ def put(a: np.ndarray, steps: tuple, value: np.ndarray) -> None:
             target = view_at(a, steps)[steps[-1]].shape
         except (IndexError, ValueError):
             target = "?"
-        raise ValueError(f"setitem: shape mismatch: value of shape {value.shape} cannot be broadcast "
+        raise ShapeError(f"setitem: shape mismatch: value of shape {value.shape} cannot be broadcast "
                          f"to the indexed part of shape {target} (tensor of shape {a.shape})") from None
 
 
@@ -561,7 +562,7 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
     try:
         return Where.apply(cond, a, b)
     except ValueError:
-        raise ValueError(
+        raise ShapeError(
             f"where: shapes {cond.shape}, {a.shape} and {b.shape} do not broadcast"
         ) from None
 
@@ -604,10 +605,10 @@ def masked_fill(self, mask: Any, value: float | Tensor) -> Tensor:
     except ValueError:
         fits = False
     if not fits:
-        raise ValueError(f"masked_fill: mask of shape {m.shape} does not broadcast to {self.shape}")
+        raise ShapeError(f"masked_fill: mask of shape {m.shape} does not broadcast to {self.shape}")
     if isinstance(value, Tensor):  # a Tensor: a graph input, so that it gets a gradient
         if value.ndim != 0:
-            raise ValueError(f"masked_fill: a tensor value must be 0-d, not of shape {value.shape}")
+            raise ShapeError(f"masked_fill: a tensor value must be 0-d, not of shape {value.shape}")
         return MaskedFill.apply(self, m, value)
     return MaskedFill.apply(self, m, value=value)
 
@@ -627,7 +628,7 @@ def take_along_dim(self, indices: Any, dim: int | None = None) -> Tensor:
         return flat.gather(0, idx.reshape(-1))
     axis = one_axis(dim, self.ndim, "take_along_dim")
     if max(idx.ndim, 1) != max(self.ndim, 1):
-        raise ValueError(f"take_along_dim: input of shape {self.shape} and indices of shape "
+        raise ShapeError(f"take_along_dim: input of shape {self.shape} and indices of shape "
                          f"{idx.shape} need the same number of dimensions")
     x = self
     if self.ndim:
@@ -636,7 +637,7 @@ def take_along_dim(self, indices: Any, dim: int | None = None) -> Tensor:
         try:
             lead = np.broadcast_shapes(tuple(mine), tuple(theirs))
         except ValueError:
-            raise ValueError(f"take_along_dim: input of shape {self.shape} and indices of shape "
+            raise ShapeError(f"take_along_dim: input of shape {self.shape} and indices of shape "
                              f"{idx.shape} do not broadcast apart from dim {dim}") from None
         x_shape = lead[:axis] + (self.shape[axis],) + lead[axis + 1:]
         idx = np.broadcast_to(idx, lead[:axis] + (idx.shape[axis],) + lead[axis + 1:])
@@ -658,7 +659,7 @@ def masked_select(self, mask: Any) -> Tensor:
     try:
         shape = np.broadcast_shapes(self.shape, m.shape)
     except ValueError:
-        raise ValueError(f"masked_select: input of shape {self.shape} and mask of shape "
+        raise ShapeError(f"masked_select: input of shape {self.shape} and mask of shape "
                          f"{m.shape} do not broadcast") from None
     x = self if shape == self.shape else self.expand(shape)
     return x[np.broadcast_to(m, shape)]

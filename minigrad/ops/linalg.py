@@ -9,6 +9,7 @@ import numpy as np
 
 from ..autograd import Function
 from ..creation import as_tensor
+from ..errors import ShapeError
 from ..tensor import Tensor
 from .promotion import category, promote
 from .table import function, method, op
@@ -91,15 +92,15 @@ def _matmul_operands(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarr
 def _check_matmul(sa: tuple[int, ...], sb: tuple[int, ...]) -> None:
     """Raise a readable error for operands that numpy's matmul would reject."""
     if len(sa) == 0 or len(sb) == 0:
-        raise ValueError(f"matmul: {sa} @ {sb}: both operands need at least one dimension")
+        raise ShapeError(f"matmul: {sa} @ {sb}: both operands need at least one dimension")
     ka = sa[-1]
     kb = sb[0] if len(sb) == 1 else sb[-2]
     if ka != kb:
-        raise ValueError(f"matmul: {sa} @ {sb}: inner dimensions {ka} and {kb} differ")
+        raise ShapeError(f"matmul: {sa} @ {sb}: inner dimensions {ka} and {kb} differ")
     try:
         np.broadcast_shapes(sa[:-2], sb[:-2])
     except ValueError:
-        raise ValueError(
+        raise ShapeError(
             f"matmul: {sa} @ {sb}: batch dimensions {sa[:-2]} and {sb[:-2]} do not broadcast"
         ) from None
 
@@ -137,7 +138,7 @@ def parse(equation: str, shapes: Sequence[tuple[int, ...]]) -> tuple[list[str], 
         k = len(shape) - (len(term) - term.count("."))
         if k < 0 or (k > 0 and "." not in term):
             named = len(term) - term.count(".")
-            raise ValueError(f"einsum: operand {i} has {len(shape)} dimensions (shape {shape}) but its "
+            raise ShapeError(f"einsum: operand {i} has {len(shape)} dimensions (shape {shape}) but its "
                              f"subscripts {term.replace('.', '...')!r} name {named}"
                              + ("" if "." in term else " and no '...' was given"))
         lengths.append(k if "." in term else 0)
@@ -159,12 +160,12 @@ def parse(equation: str, shapes: Sequence[tuple[int, ...]]) -> tuple[list[str], 
         mine: dict[str, int] = {}
         for c, s in zip(term, shape):
             if mine.setdefault(c, s) != s:
-                raise ValueError(f"einsum: subscript {c} is repeated for operand {i} but the sizes "
+                raise ShapeError(f"einsum: subscript {c} is repeated for operand {i} but the sizes "
                                  f"don't match, {mine[c]} != {s}")
         for c, s in mine.items():
             seen = sizes.setdefault(c, s)
             if seen != s and 1 not in (seen, s):
-                raise ValueError(f"einsum: subscript {c} has size {s} for operand {i} (shape {shape}), "
+                raise ShapeError(f"einsum: subscript {c} has size {s} for operand {i} (shape {shape}), "
                                  f"which does not broadcast with the size {seen} seen before")
             sizes[c] = max(seen, s) if 1 in (seen, s) else s
     return terms, out, sizes
@@ -245,7 +246,7 @@ def outer(self, vec2: Any) -> Tensor:
     other = self._other(vec2)
     for name, t in (("self", self), ("vec2", other)):
         if t.ndim != 1:
-            raise ValueError(f"outer: expected 1-D argument {name}, but got {t.ndim}-D (shape {t.shape})")
+            raise ShapeError(f"outer: expected 1-D argument {name}, but got {t.ndim}-D (shape {t.shape})")
     return self.reshape(-1, 1) * other
 
 
@@ -255,9 +256,9 @@ def mm(self, mat2: Any) -> Tensor:
     other = self._other(mat2)
     for name, t in (("self", self), ("mat2", other)):
         if t.ndim != 2:
-            raise ValueError(f"mm: {name} must be a matrix, not of shape {t.shape}")
+            raise ShapeError(f"mm: {name} must be a matrix, not of shape {t.shape}")
     if self.shape[1] != other.shape[0]:
-        raise ValueError(f"mm: mat1 and mat2 shapes cannot be multiplied "
+        raise ShapeError(f"mm: mat1 and mat2 shapes cannot be multiplied "
                          f"({self.shape[0]}x{self.shape[1]} and {other.shape[0]}x{other.shape[1]})")
     return self @ other
 
@@ -268,10 +269,10 @@ def bmm(self, mat2: Any) -> Tensor:
     other = self._other(mat2)
     for name, t in (("batch1", self), ("batch2", other)):
         if t.ndim != 3:
-            raise ValueError(f"bmm: {name} must be a 3D tensor, not of shape {t.shape}")
+            raise ShapeError(f"bmm: {name} must be a 3D tensor, not of shape {t.shape}")
     want = [self.shape[0], self.shape[2]]
     if list(other.shape[:2]) != want:
-        raise ValueError(f"bmm: expected size for first two dimensions of batch2 tensor to be: "
+        raise ShapeError(f"bmm: expected size for first two dimensions of batch2 tensor to be: "
                          f"{want} but got: {list(other.shape[:2])} (batch1 {self.shape})")
     return self @ other
 

@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..errors import ShapeError
 from ..tensor import Tensor
 from .promotion import result_type
 from .table import method, op
@@ -100,7 +101,7 @@ def isclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
     try:
         np.broadcast_shapes(self.shape, other.shape)
     except ValueError:
-        raise ValueError(f"isclose: shapes {self.shape} and {other.shape} do not broadcast") from None
+        raise ShapeError(f"isclose: shapes {self.shape} and {other.shape} do not broadcast") from None
     if self.dtype == np.bool_:
         return bools(self, self._data == other._data)
     return bools(self, np.isclose(self._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))

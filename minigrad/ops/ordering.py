@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..autograd import Function
+from ..errors import ShapeError
 from ..tensor import Tensor
 from .arguments import Dim, normalize_dims, one_axis
 from .table import op
@@ -292,7 +293,7 @@ def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True)
     axis = one_axis(dim, self.ndim, "topk")
     n = self.shape[axis] if self.ndim else 1
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 0 <= k <= n:
-        raise ValueError(f"topk: k={k!r} is out of range for dim {dim} of size {n} in a tensor "
+        raise ShapeError(f"topk: k={k!r} is out of range for dim {dim} of size {n} in a tensor "
                          f"of shape {self.shape}; pass an int k with 0 <= k <= {n}")
     _, idx = _sort_indices(self, dim, largest, "topk")
     idx = np.take(idx, np.arange(k), axis=axis)

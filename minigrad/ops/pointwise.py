@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Function
+from ..errors import ShapeError
 from ..tensor import Tensor
 from . import erf as erf_kernels
 from .indexing import Where
@@ -296,7 +297,7 @@ def clamp(self, min: float | Tensor | None = None, max: float | Tensor | None = 
         return Clip.apply(self, *bounds, low=min is not None, high=max is not None)
     except ValueError:
         shapes = ", ".join(str(b.shape) for b in bounds)
-        raise ValueError(f"clip: bounds of shape {shapes} do not broadcast against the "
+        raise ShapeError(f"clip: bounds of shape {shapes} do not broadcast against the "
                          f"input of shape {self.shape}") from None
 
 

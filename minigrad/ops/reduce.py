@@ -18,6 +18,7 @@ import numpy as np
 
 from ..autograd import Function
 from ..creation import as_tensor
+from ..errors import ShapeError
 from ..tensor import Tensor
 from .arguments import Dim, normalize_dims, one_axis
 from .logic import bools
@@ -124,7 +125,7 @@ class Mean(Function):
         ctx.axes, ctx.keepdim, ctx.shape = reduce_dims(dim, x.ndim, "mean"), keepdim, x.shape
         ctx.n = int(np.prod([x.shape[a] for a in ctx.axes]))
         if ctx.n == 0:
-            raise ValueError(f"mean: cannot average over an empty dimension of shape {x.shape}")
+            raise ShapeError(f"mean: cannot average over an empty dimension of shape {x.shape}")
         return narrowed(widened(x).mean(axis=ctx.axes, keepdims=keepdim), x.dtype)
 
     @staticmethod
@@ -150,7 +151,7 @@ class Max(Function):
     def forward(ctx, x, *, dim=None, keepdim=False, op="max"):
         axes = reduce_dims(dim, x.ndim, op)
         if builtins.any(x.shape[a] == 0 for a in axes):
-            raise ValueError(f"{op}: cannot reduce an empty dimension of shape {x.shape}")
+            raise ShapeError(f"{op}: cannot reduce an empty dimension of shape {x.shape}")
         reduce = np.max if op == "max" else np.min
         z = reduce(x, axis=axes, keepdims=True)
         ctx.save_for_backward(x, z)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..autograd import Function
 from ..creation import as_tensor
+from ..errors import ShapeError
 from ..tensor import Tensor
 from .arguments import Dim, check_index, index_array, normalize_dims, one_axis
 from .dtype import Cast
@@ -28,7 +29,7 @@ def _axis(dim: int, ndim: int, op: str) -> int:
 def _matrix(x: Any, op: str) -> tuple[int, int]:
     """The sizes of x's last two axes (x a matrix or a batch of them), checked."""
     if x.ndim < 2:
-        raise ValueError(f"{op}: expected a tensor of at least 2 dimensions, not of shape {x.shape}")
+        raise ShapeError(f"{op}: expected a tensor of at least 2 dimensions, not of shape {x.shape}")
     return x.shape[-2], x.shape[-1]
 
 
@@ -98,7 +99,7 @@ class Reshape(Function):
         try:
             return x.reshape(shape)
         except ValueError:
-            raise ValueError(
+            raise ShapeError(
                 f"reshape: cannot view a tensor of shape {x.shape} ({x.size} elements) "
                 f"as shape {tuple(shape)}"
             ) from None
@@ -139,7 +140,7 @@ class Permute(Function):
 def permute(self, *dims: Any) -> Tensor:
     dims = tuple(dims[0]) if len(dims) == 1 and not isinstance(dims[0], int) else dims
     if len(dims) != self.ndim:
-        raise ValueError(f"permute: {len(dims)} dims given for a tensor of {self.ndim} dimensions")
+        raise ShapeError(f"permute: {len(dims)} dims given for a tensor of {self.ndim} dimensions")
     return Permute.apply(self, dims=dims)
 
 
@@ -156,7 +157,7 @@ class Expand(Function):
         try:
             return np.broadcast_to(x, shape)
         except ValueError:
-            raise ValueError(f"expand: shape {x.shape} cannot be expanded to {tuple(shape)}") from None
+            raise ShapeError(f"expand: shape {x.shape} cannot be expanded to {tuple(shape)}") from None
 
     @staticmethod
     def backward(ctx, g):
@@ -237,7 +238,7 @@ class Cat(Function):
             z = np.concatenate(xs, axis=dim)
         except (ValueError, np.exceptions.AxisError):
             shapes = ", ".join(str(x.shape) for x in xs)
-            raise ValueError(f"cat: shapes {shapes} do not match outside dim {dim}") from None
+            raise ShapeError(f"cat: shapes {shapes} do not match outside dim {dim}") from None
         ctx.dim = dim % z.ndim
         ctx.bounds = np.cumsum([x.shape[ctx.dim] for x in xs])[:-1]
         return z
@@ -279,7 +280,7 @@ class Stack(Function):
             z = np.stack(xs, axis=dim)
         except ValueError:
             shapes = ", ".join(str(x.shape) for x in xs)
-            raise ValueError(f"stack: all tensors need the same shape, got {shapes}") from None
+            raise ShapeError(f"stack: all tensors need the same shape, got {shapes}") from None
         ctx.dim = dim % z.ndim
         return z
 
@@ -406,7 +407,7 @@ def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, 
     if _is_count(split_size):
         step = int(split_size)
         if step < 0 or (step == 0 and n != 0):
-            raise ValueError(
+            raise ShapeError(
                 f"split: split_size must be a positive integer, not {step} (dim {dim} has size {n})"
             )
         sizes = [min(step, n - i) for i in range(0, n, step)] if n else [0]
@@ -415,9 +416,9 @@ def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, 
             raise TypeError(f"split: expected a split size (int) or a list of sizes, not {split_size!r}")
         sizes = list(split_size)
         if not all(_is_count(s) and s >= 0 for s in sizes):
-            raise ValueError(f"split: the sizes must be integers >= 0, not {split_size!r}")
+            raise ShapeError(f"split: the sizes must be integers >= 0, not {split_size!r}")
         if sum(sizes) != n:
-            raise ValueError(f"split: sizes {sizes} do not add up to {n} (dim {dim})")
+            raise ShapeError(f"split: sizes {sizes} do not add up to {n} (dim {dim})")
     pieces, start = [], 0
     lead = (slice(None),) * dim
     for size in sizes:
@@ -514,11 +515,11 @@ def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
     d = _axis(dim, self.ndim, "unflatten")
     sizes = tuple(sizes)
     if not sizes:
-        raise ValueError("unflatten: sizes must be a non-empty sequence of integers")
+        raise ShapeError("unflatten: sizes must be a non-empty sequence of integers")
     known = int(np.prod([s for s in sizes if s != -1]))
     n = self.shape[d]
     if (known != n) if -1 not in sizes else (known == 0 or n % known or sizes.count(-1) > 1):
-        raise ValueError(f"unflatten: sizes {sizes} do not multiply to dim {dim}'s size "
+        raise ShapeError(f"unflatten: sizes {sizes} do not multiply to dim {dim}'s size "
                          f"{self.shape[d]} (tensor of shape {self.shape})")
     return self.reshape(self.shape[:d] + sizes + self.shape[d + 1:])
 
@@ -566,10 +567,10 @@ def repeat(self, *sizes: Any) -> Tensor:
     """self tiled sizes[i] times along axis i (more sizes than axes add leading axes)."""
     sizes = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
     if len(sizes) < self.ndim:
-        raise ValueError(f"repeat: {len(sizes)} repeat counts given for a tensor of "
+        raise ShapeError(f"repeat: {len(sizes)} repeat counts given for a tensor of "
                          f"{self.ndim} dimensions (give at least {self.ndim})")
     if any(s < 0 for s in sizes):
-        raise ValueError(f"repeat: repeat counts must be >= 0, not {sizes}")
+        raise ShapeError(f"repeat: repeat counts must be >= 0, not {sizes}")
     shape = (1,) * (len(sizes) - self.ndim) + self.shape
     pairs = [(r, s) for r, s in zip(sizes, shape)]  # (copies, side): expand a new axis before each
     x = self.reshape(tuple(v for _, s in pairs for v in (1, s)))
@@ -618,16 +619,16 @@ def repeat_interleave(self, repeats: Any, dim: int | None = None, *,
     n = x.shape[axis]
     counts = check_index(index_array(repeats), "repeat_interleave", "repeats")
     if counts.ndim > 1:
-        raise ValueError(f"repeat_interleave: repeats must be an int or a 0-d or 1-d tensor, "
+        raise ShapeError(f"repeat_interleave: repeats must be an int or a 0-d or 1-d tensor, "
                          f"not of shape {counts.shape}")
     if counts.size != 1 and counts.size != n:
-        raise ValueError(f"repeat_interleave: {counts.size} repeats for {n} slices along dim "
+        raise ShapeError(f"repeat_interleave: {counts.size} repeats for {n} slices along dim "
                          f"{dim} (tensor of shape {self.shape}); give one, or one per slice")
     if (counts < 0).any():
         raise ValueError(f"repeat_interleave: repeats must be >= 0, not {counts.tolist()}")
     idx = np.repeat(np.arange(n), np.broadcast_to(counts.reshape(-1), (n,)))
     if output_size is not None and output_size != idx.size:
-        raise ValueError(f"repeat_interleave: output_size={output_size}, but the repeats "
+        raise ShapeError(f"repeat_interleave: output_size={output_size}, but the repeats "
                          f"give {idx.size} slices")
     return x.index_select(axis, idx)
 
@@ -650,7 +651,7 @@ def broadcast_to(self, size: Sequence[int]) -> Tensor:
     try:
         return self.expand(tuple(size))
     except ValueError:
-        raise ValueError(f"broadcast_to: shape {self.shape} cannot be broadcast to "
+        raise ShapeError(f"broadcast_to: shape {self.shape} cannot be broadcast to "
                          f"{tuple(size)}") from None
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad.errors import ShapeError
+
 
 class KVCache:
     """The keys and values a self-attention layer has seen, so that generating one more token
@@ -45,7 +47,7 @@ class KVCache:
         step O(length) copies)."""
         n, T = self.length, k.shape[2]
         if n and self.k.shape[:2] != k.shape[:2]:  # else numpy's broadcast error, naming nothing
-            raise ValueError(
+            raise ShapeError(
                 f"KVCache: the KV cache holds {self.k.shape[0]} rows of the batch, got {k.shape[0]} "
                 f"(and {self.k.shape[1]} heads, got {k.shape[1]}); start a new cache for another batch")
         if self.capacity is not None and n + T > self.capacity:

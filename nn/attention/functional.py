@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from minigrad import Function, Tensor, is_grad_enabled
+from minigrad.errors import ShapeError
 
 from .cache import KVCache
 from .dispatch import use_tiled
@@ -84,11 +85,11 @@ def attention_reference(
 def _grouped_heads(q: Tensor, kv: Tensor) -> Tensor:
     """kv with its heads (dim -3) repeated so each serves q's heads in groups: enable_gqa."""
     if q.ndim < 3 or kv.ndim < 3:
-        raise ValueError(f"scaled_dot_product_attention: enable_gqa needs a heads dimension (-3); "
+        raise ShapeError(f"scaled_dot_product_attention: enable_gqa needs a heads dimension (-3); "
                          f"got query {q.shape} and key/value {kv.shape}")
     hq, hkv = q.shape[-3], kv.shape[-3]
     if hkv == 0 or hq % hkv:
-        raise ValueError(f"scaled_dot_product_attention: enable_gqa needs the query's {hq} heads to be "
+        raise ShapeError(f"scaled_dot_product_attention: enable_gqa needs the query's {hq} heads to be "
                          f"a multiple of the key/value's {hkv} (query {q.shape}, key/value {kv.shape})")
     return kv if hq == hkv else kv.repeat_interleave(hq // hkv, dim=-3)
 
@@ -222,7 +223,7 @@ def packed_self_attention(
     if not isinstance(qkv, Tensor):
         raise TypeError(f"{name}: qkv must be a Tensor, not {type(qkv).__name__}")
     if qkv.ndim != 3 or qkv.shape[-1] % (3 * num_heads):
-        raise ValueError(f"{name}: qkv must have shape (B, T, 3 * E) with E divisible by "
+        raise ShapeError(f"{name}: qkv must have shape (B, T, 3 * E) with E divisible by "
                          f"num_heads {num_heads}, got {qkv.shape}")
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"{name}: dropout_p must be in [0, 1], got {dropout_p}")
@@ -279,21 +280,21 @@ def _prepare(name: str, q: Tensor, k: Tensor, v: Tensor, mask: Any, is_causal: b
         if not isinstance(t, Tensor):
             raise TypeError(f"{name}: {label} must be a Tensor, not {type(t).__name__}")
         if t.ndim < 2:
-            raise ValueError(f"{name}: {label} needs shape (..., T, features), got {t.shape}")
+            raise ShapeError(f"{name}: {label} needs shape (..., T, features), got {t.shape}")
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
+        raise ShapeError(
             f"{name}: q {q.shape} and k {k.shape} differ in the feature size "
             f"({q.shape[-1]} vs {k.shape[-1]})"
         )
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
+        raise ShapeError(
             f"{name}: k {k.shape} and v {v.shape} differ in the number of keys "
             f"({k.shape[-2]} vs {v.shape[-2]})"
         )
     try:
         lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except ValueError:
-        raise ValueError(
+        raise ShapeError(
             f"{name}: the leading (batch) axes of q {q.shape}, k {k.shape} and v {v.shape} "
             "do not broadcast"
         ) from None
@@ -312,7 +313,7 @@ def _split_mask(name: str, mask: Any, scores: tuple[int, ...],
         try:
             np.broadcast_shapes(m.shape, scores)
         except ValueError:
-            raise ValueError(
+            raise ShapeError(
                 f"{name}: mask of shape {m.shape} does not broadcast to the scores' shape "
                 f"{scores} (..., Tq, Tk)"
             ) from None

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from minigrad import Tensor, cat
+from minigrad.errors import ShapeError
 
 from .. import init as nn_init
 from ..linear import Linear, linear
@@ -179,9 +180,9 @@ class MultiheadAttention(Module):
         for label, t, size in (("query", query, self.embed_dim), ("key", key, self.kdim),
                                ("value", value, self.vdim)):
             if t.ndim != 3 or t.shape[-1] != size:
-                raise ValueError(f"{name}: {label} must have shape (B, T, {size}), got {t.shape}")
+                raise ShapeError(f"{name}: {label} must have shape (B, T, {size}), got {t.shape}")
         if key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]:
-            raise ValueError(
+            raise ShapeError(
                 f"{name}: query {query.shape}, key {key.shape} and value {value.shape} must share "
                 "the batch size B, and key and value the length Tk"
             )
@@ -201,7 +202,7 @@ class MultiheadAttention(Module):
             except ValueError:
                 ok = False
         if not ok:
-            raise ValueError(
+            raise ShapeError(
                 f"MultiheadAttention: mask of shape {getattr(mask, 'shape', m.shape)} does not "
                 f"broadcast to the attention weights (B, H, Tq, Tk) = {weights}; give (Tq, Tk), "
                 "(B, Tq, Tk) or (B, H, Tq, Tk), or padding_mask(...) for key padding"
@@ -235,11 +236,11 @@ def _single_head_mask(mask: Any) -> Any:
 
 def _check_qkv(name: str, query: Tensor, keys: Tensor, values: Tensor, dq: int, dk: int) -> None:
     if query.ndim != 3 or query.shape[-1] != dq:
-        raise ValueError(f"{name}: query must have shape (B, Tq, {dq}), got {query.shape}")
+        raise ShapeError(f"{name}: query must have shape (B, Tq, {dq}), got {query.shape}")
     if keys.ndim != 3 or keys.shape[-1] != dk:
-        raise ValueError(f"{name}: keys must have shape (B, Tk, {dk}), got {keys.shape}")
+        raise ShapeError(f"{name}: keys must have shape (B, Tk, {dk}), got {keys.shape}")
     if values.ndim != 3 or values.shape[:2] != keys.shape[:2] or keys.shape[0] != query.shape[0]:
-        raise ValueError(
+        raise ShapeError(
             f"{name}: values {values.shape} must be (B, Tk, Dv) with B and Tk of keys "
             f"{keys.shape} and B of query {query.shape}"
         )

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from minigrad.errors import ShapeError
 from minigrad.grad_mode import current_scope
 
 
@@ -165,7 +166,7 @@ class AttentionMaps:
         if len(found) == 1:
             return found[0]
         if len({w.shape[:-2] + w.shape[-1:] for w in found}) > 1:
-            raise ValueError(
+            raise ShapeError(
                 f"record_attention: the {len(found)} calls of {name!r} have shapes "
                 f"{sorted({w.shape for w in found})}, which differ in more than the query axis; "
                 "read them one by one from .records"

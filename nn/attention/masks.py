@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from minigrad import Tensor
+from minigrad.errors import ShapeError
 
 from .._checks import _need_tensor
 from .helpers import _causal
@@ -52,13 +53,13 @@ def padding_mask(lengths_or_tokens: Any, pad: int | None = None, max_len: int | 
         raise TypeError(f"padding_mask: expected integer lengths or token ids, not {data.dtype}")
     if pad is not None:
         if data.ndim != 2:
-            raise ValueError(f"padding_mask: tokens must have shape (B, T), got {data.shape}")
+            raise ShapeError(f"padding_mask: tokens must have shape (B, T), got {data.shape}")
         if max_len is not None:
             raise ValueError("padding_mask: max_len goes with lengths; tokens already give T")
         keep = data != pad
     else:
         if data.ndim != 1:
-            raise ValueError(
+            raise ShapeError(
                 f"padding_mask: lengths must be 1-D, got shape {data.shape} "
                 "(for a (B, T) tensor of token ids pass pad=<padding id>)"
             )
@@ -81,7 +82,7 @@ def masked_softmax(scores: Tensor, mask: Any = None, name: str = "masked_softmax
     except ValueError:
         shape = None
     if shape != scores.shape:
-        raise ValueError(
+        raise ShapeError(
             f"{name}: mask of shape {m.shape} does not broadcast to the scores' shape {scores.shape}"
         )
     if m.dtype == np.bool_:
@@ -168,13 +169,13 @@ def from_torch_masks(name: str, attn_mask: Any, key_padding_mask: Any, B: int, H
         if m.shape == (B * H, Tq, Tk):
             m = m.reshape(B, H, Tq, Tk)
         elif m.shape != (Tq, Tk):
-            raise ValueError(f"{name}: {attn_name} must have shape (Tq, Tk) = {(Tq, Tk)} or "
+            raise ShapeError(f"{name}: {attn_name} must have shape (Tq, Tk) = {(Tq, Tk)} or "
                              f"(B * num_heads, Tq, Tk) = {(B * H, Tq, Tk)}, as in PyTorch, got {m.shape}")
         masks.append(_flipped(name, attn_name, m))
     if key_padding_mask is not None:
         m = _as_tensor(key_padding_mask)
         if m.shape != (B, Tk):
-            raise ValueError(f"{name}: {padding_name} must have shape (B, Tk) = {(B, Tk)}, "
+            raise ShapeError(f"{name}: {padding_name} must have shape (B, Tk) = {(B, Tk)}, "
                              f"True at the padded keys, got {m.shape}")
         masks.append(_flipped(name, padding_name, m).reshape(B, 1, 1, Tk))
     return combine_masks(*masks)

@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from minigrad.errors import ShapeError
+
 from .helpers import _LOG2E
 
 _SKIP = False  # a block whose every score is masked: not computed at all
@@ -17,7 +19,7 @@ class _Tiles:
 
     def __init__(self, lead, tq, tk, bias, allowed, causal_offset, block_q, block_k, dtype):
         if block_q < 1 or block_k < 1:
-            raise ValueError(f"tiled attention: block sizes must be positive, got ({block_q}, {block_k})")
+            raise ShapeError(f"tiled attention: block sizes must be positive, got ({block_q}, {block_k})")
         self.lead, self.tq, self.tk, self.bq, self.bk = lead, tq, tk, block_q, block_k
         self.dtype = dtype
         self.offset = causal_offset

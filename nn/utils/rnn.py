@@ -22,6 +22,7 @@ import numpy as np
 
 import minigrad as mg
 from minigrad import Tensor
+from minigrad.errors import ShapeError
 
 __all__ = ["PackedSequence", "pack_padded_sequence", "pack_sequence", "pad_packed_sequence", "pad_sequence",
            "unpack_sequence", "unpad_sequence"]
@@ -56,7 +57,7 @@ def _lengths(lengths: Any, batch: int, fn: str) -> np.ndarray:
     if n.ndim != 1 or n.dtype.kind not in "iu":
         raise ValueError(f"{fn}: lengths must be a 1-d list or tensor of integers, got {n!r}")
     if n.shape[0] != batch:
-        raise ValueError(f"{fn}: got {n.shape[0]} lengths for a batch of {batch} sequences")
+        raise ShapeError(f"{fn}: got {n.shape[0]} lengths for a batch of {batch} sequences")
     if n.size and n.min() < 1:
         raise ValueError(f"{fn}: every length must be at least 1, got {n.tolist()}")
     return n.astype(np.int64)
@@ -69,12 +70,12 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
     rule for ONNX); otherwise the batch is sorted here and the order kept in the result."""
     fn = "pack_padded_sequence"
     if not isinstance(input, Tensor) or input.ndim < 2:
-        raise ValueError(f"{fn}: input must be a tensor of at least 2 dimensions, got "
+        raise ShapeError(f"{fn}: input must be a tensor of at least 2 dimensions, got "
                          f"{getattr(input, 'shape', type(input).__name__)}")
     x = input.transpose(0, 1) if batch_first else input  # (T, B, *)
     n = _lengths(lengths, x.shape[1], fn)
     if n.size and n.max() > x.shape[0]:
-        raise ValueError(f"{fn}: a length {int(n.max())} is longer than the input's {x.shape[0]} steps")
+        raise ShapeError(f"{fn}: a length {int(n.max())} is longer than the input's {x.shape[0]} steps")
     if enforce_sorted:
         if np.any(np.diff(n) > 0):
             raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is "
@@ -141,7 +142,7 @@ def pad_sequence(sequences: Tensor | Sequence[Tensor], batch_first: bool = False
         raise ValueError(f"{fn}: received an empty list of sequences")
     trailing = {tuple(s.shape[1:]) for s in seqs if isinstance(s, Tensor)}
     if len(trailing) != 1 or any(not isinstance(s, Tensor) or s.ndim == 0 for s in seqs):
-        raise ValueError(f"{fn}: every sequence must be a tensor (L, *) with the same trailing shape, got "
+        raise ShapeError(f"{fn}: every sequence must be a tensor (L, *) with the same trailing shape, got "
                          f"{[getattr(s, 'shape', type(s).__name__) for s in seqs]}")
     longest = max(s.shape[0] for s in seqs)
     padded = []
