@@ -27,6 +27,17 @@ NOT_SOURCES = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", "*.egg-info
                                      ".ipynb_checkpoints")
 
 
+def _dependency_dirs():
+    """The folders the run-time dependencies are imported from here (a venv made with
+    --system-site-packages keeps them outside its own site-packages)."""
+    dirs = set()
+    for name in ("numpy", "graphviz", "tqdm", "threadpoolctl"):
+        spec = importlib.util.find_spec(name)
+        path = os.path.dirname(spec.origin)
+        dirs.add(os.path.dirname(path) if spec.submodule_search_locations else path)
+    return dirs
+
+
 def _run(cmd, **kwargs):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kwargs)
     shown = " ".join(map(str, cmd))
@@ -68,7 +79,7 @@ def _venv(tmp_path, wheel):
           "--quiet", "--disable-pip-version-check", str(wheel)])
     ask = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
     venv_site = _run([str(python), "-c", ask]).stdout.strip()
-    deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *_dependency_dirs()}
     if site.ENABLE_USER_SITE and site.getusersitepackages() in sys.path:
         deps.add(site.getusersitepackages())
     with open(os.path.join(venv_site, "_minigrad_test_dependencies.pth"), "w") as f:
