@@ -8,13 +8,12 @@ setup.cfg lists; only a real wheel shows a subpackage or data file that does not
 import importlib.util
 import os
 import shutil
-import site
 import subprocess
 import sys
-import sysconfig
 import zipfile
 
 import pytest
+from plain_venv import make_venv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Source folder -> where it installs (setup.cfg's package_dir).
@@ -25,17 +24,6 @@ SUBPACKAGES = ["minigrad", "minigrad.nn", "minigrad.nn.attention", "minigrad.mod
 NOT_SOURCES = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", "*.egg-info", "build", "dist",
                                      "runs", "out", ".hypothesis", ".pytest_cache", ".ruff_cache",
                                      ".ipynb_checkpoints")
-
-
-def _dependency_dirs():
-    """The folders the run-time dependencies are imported from here (a venv made with
-    --system-site-packages keeps them outside its own site-packages)."""
-    dirs = set()
-    for name in ("numpy", "graphviz", "tqdm", "threadpoolctl"):
-        spec = importlib.util.find_spec(name)
-        path = os.path.dirname(spec.origin)
-        dirs.add(os.path.dirname(path) if spec.submodule_search_locations else path)
-    return dirs
 
 
 def _run(cmd, **kwargs):
@@ -68,22 +56,11 @@ def _expected_files():
 
 
 def _venv(tmp_path, wheel):
-    """A venv holding only the wheel; the dependencies (numpy...) come from this interpreter's
-    site-packages through a .pth file. Not --system-site-packages: that would also run the editable
-    install's finder, which quietly fills in any subpackage missing from the wheel."""
-    venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
-    bindir = venv / ("Scripts" if os.name == "nt" else "bin")
-    python = bindir / ("python.exe" if os.name == "nt" else "python")
+    """A venv holding only the wheel, its dependencies linked from this interpreter
+    (tests/plain_venv.py)."""
+    bindir, python, venv_site = make_venv(tmp_path / "venv")
     _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index",
           "--quiet", "--disable-pip-version-check", str(wheel)])
-    ask = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-    venv_site = _run([str(python), "-c", ask]).stdout.strip()
-    deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *_dependency_dirs()}
-    if site.ENABLE_USER_SITE and site.getusersitepackages() in sys.path:
-        deps.add(site.getusersitepackages())
-    with open(os.path.join(venv_site, "_minigrad_test_dependencies.pth"), "w") as f:
-        f.write("\n".join(sorted(deps)) + "\n")
     return bindir, python, venv_site
 
 

@@ -3,17 +3,16 @@ its wheel installed by path (never minigrad from an index), its setup.sh making 
 environment (installing Python's venv and pip with apt-get where they are missing), and its
 run_autograder grading a Gradescope folder with that environment's Python."""
 
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
 import pytest
+from plain_venv import make_venv
 
 from minigrad.exercises import TASKS
 from minigrad.exercises.instructor import check_names
@@ -39,27 +38,9 @@ def _env(**extra):
     return dict(env, PYTHONNOUSERSITE="1", **extra)
 
 
-def _dependency_dirs() -> set[str]:
-    """The folders numpy and the other run-time dependencies are imported from here (a venv made
-    with --system-site-packages keeps them outside its own site-packages)."""
-    dirs = set()
-    for name in ("numpy", "graphviz", "tqdm", "threadpoolctl"):
-        spec = importlib.util.find_spec(name)
-        path = os.path.dirname(spec.origin)
-        dirs.add(os.path.dirname(path) if spec.submodule_search_locations else path)
-    return dirs
-
-
 def _venv(path: Path) -> Path:
-    """A venv without minigrad whose dependencies (numpy...) come from this interpreter's
-    site-packages through a .pth file (not --system-site-packages, which would also run the
-    editable install's finder)."""
-    _run([sys.executable, "-m", "venv", "--without-pip", path])
-    python = path / "bin" / "python"
-    site = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
-    deps = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *_dependency_dirs()})
-    Path(site, "_minigrad_test_dependencies.pth").write_text("\n".join(deps) + "\n")
-    return python
+    """A venv without minigrad that finds its dependencies (tests/plain_venv.py)."""
+    return make_venv(path)[1]
 
 
 @pytest.fixture(scope="module")
