@@ -74,18 +74,24 @@ def _check_dtypes(fn: str, x: Tensor, weight: Tensor, bias: Tensor | None) -> No
                             f"convert the input with x.to({t.dtype.name}) or the layer with .to(...)")
 
 
-def _check(fn: str, x: Tensor, weight: Tensor, bias: Tensor | None, groups: int, n: int) -> None:
-    """The shape rules of a convolution, with errors naming fn and the shapes."""
+def _check_ranks(fn: str, x: Tensor, weight: Tensor, groups: int, n: int, layout: str) -> None:
+    """What a convolution and a transposed one share: tensors of n + 2 dimensions (the weight's
+    first two named by `layout`) and a positive int of groups."""
     _need_tensor(fn, "the input", x)
     _need_tensor(fn, "the weight", weight)
     if weight.ndim != n + 2:
         raise ShapeError(f"{fn}: weight of shape {weight.shape} must have {n + 2} dimensions "
-                         f"(out_channels, in_channels / groups, {', '.join('k' * n)})")
+                         f"({layout}, {', '.join('k' * n)})")
     if x.ndim != n + 2:
         raise ShapeError(f"{fn}: expected an input of {n + 2} dimensions (batched) or {n + 1} "
                          f"(unbatched), got shape {x.shape}{_where()}")
-    if not isinstance(groups, int) or groups < 1:
+    if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
         raise ValueError(f"{fn}: groups must be a positive int, not {groups!r}")
+
+
+def _check(fn: str, x: Tensor, weight: Tensor, bias: Tensor | None, groups: int, n: int) -> None:
+    """The shape rules of a convolution, with errors naming fn and the shapes."""
+    _check_ranks(fn, x, weight, groups, n, "out_channels, in_channels / groups")
     if weight.shape[0] % groups:
         raise ShapeError(f"{fn}: groups={groups} must divide the weight's out_channels, but the weight "
                          f"has shape {weight.shape}")
@@ -277,15 +283,7 @@ class Conv1d(_ConvNd):
 def _check_transpose(fn: str, x: Tensor, weight: Tensor, bias: Tensor | None, groups: int, n: int) -> None:
     """The shape rules of a transposed convolution (weight (C_in, C_out / groups, *k)), with
     errors naming fn and the shapes."""
-    _need_tensor(fn, "the weight", weight)
-    if weight.ndim != n + 2:
-        raise ShapeError(f"{fn}: weight of shape {weight.shape} must have {n + 2} dimensions "
-                         f"(in_channels, out_channels / groups, {', '.join('k' * n)})")
-    if x.ndim != n + 2:
-        raise ShapeError(f"{fn}: expected an input of {n + 2} dimensions (batched) or {n + 1} "
-                         f"(unbatched), got shape {x.shape}{_where()}")
-    if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
-        raise ValueError(f"{fn}: groups must be a positive int, not {groups!r}")
+    _check_ranks(fn, x, weight, groups, n, "in_channels, out_channels / groups")
     if weight.shape[0] % groups:
         raise ShapeError(f"{fn}: groups={groups} must divide the weight's in_channels (its first "
                          f"dimension), but the weight has shape {weight.shape}")
