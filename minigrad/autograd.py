@@ -127,11 +127,13 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
 
     An input the outputs do not depend on is an error unless allow_unused (then its gradient
     is None, or zeros with materialize_grads). The graph is freed unless retain_graph.
-    First order: create_graph must be False; is_grads_batched is not supported.
+    With is_grads_batched, each grad_outputs tensor has one more (first) dimension than its
+    output, and the gradients come stacked along it: one backward pass per row, as torch's
+    vmap gives them. First order: create_graph must be False.
     """
     if is_grads_batched:
-        raise NotImplementedError("autograd.grad: is_grads_batched=True (vmap over grad_outputs) is not "
-                                  "supported; call grad once per row of grad_outputs")
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     roots, gs = _roots("grad", outputs, grad_outputs, create_graph)
     names = list(inputs) if isinstance(inputs, dict) else None
     wanted = _as_inputs("grad", list(inputs.values()) if names is not None else inputs)
@@ -148,6 +150,27 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         else:
             out.append(Tensor._make(np.array(g, dtype=t.dtype), None))
     return dict(zip(names, out)) if names is not None else tuple(out)
+
+
+def _batched_grad(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: bool | None, create_graph: bool,
+                  allow_unused: bool | None, materialize_grads: bool) -> Any:
+    """grad with is_grads_batched: grad once per row of the grad_outputs, the results stacked
+    (an input without a gradient in every row stays None)."""
+    rows_of = [grad_outputs] if isinstance(grad_outputs, (Tensor, np.ndarray)) else list(grad_outputs or ())
+    if not rows_of or any(g is None or np.ndim(getattr(g, "_data", g)) == 0 for g in rows_of):
+        raise RuntimeError("grad: is_grads_batched=True needs a grad_outputs tensor for every output, "
+                           "with the batch as its first dimension")
+    batch = {np.shape(getattr(g, "_data", g))[0] for g in rows_of}
+    if len(batch) != 1:
+        raise RuntimeError(f"grad: is_grads_batched=True needs one batch size, got {sorted(batch)}")
+    n = batch.pop()
+    rows = [grad(outputs, inputs, [g[b] for g in rows_of], retain_graph=True if b < n - 1 else retain_graph,
+                 create_graph=create_graph, allow_unused=allow_unused, materialize_grads=materialize_grads)
+            for b in range(n)]
+    keys = list(rows[0]) if isinstance(rows[0], dict) else range(len(rows[0]))
+    stacked = [None if any(r[k] is None for r in rows) else
+               Tensor._make(np.stack([r[k]._data for r in rows]), None) for k in keys]
+    return dict(zip(keys, stacked)) if isinstance(rows[0], dict) else tuple(stacked)
 
 
 def _roots(who: str, tensors: Any, grads: Any, create_graph: bool) -> tuple[list, list]:

@@ -85,8 +85,10 @@ def test_bad_calls_are_named():
         mg.autograd.grad(y.sum(), x, create_graph=True)
     with pytest.raises(NotImplementedError, match="create_graph=True"):
         y.sum().backward(create_graph=True)
-    with pytest.raises(NotImplementedError, match="is_grads_batched"):
-        mg.autograd.grad(y.sum(), x, is_grads_batched=True)
+    with pytest.raises(RuntimeError, match="is_grads_batched=True needs a grad_outputs tensor"):
+        mg.autograd.grad(y, x, is_grads_batched=True, retain_graph=True)
+    with pytest.raises(RuntimeError, match="needs one batch size, got \\[2, 3\\]"):
+        mg.autograd.grad([y, y], x, [mg.ones(2, 2), mg.ones(3, 2)], is_grads_batched=True)
 
 
 def test_hooks_run_for_grad_as_for_backward():
@@ -96,6 +98,26 @@ def test_hooks_run_for_grad_as_for_backward():
     x.register_hook(lambda g: g + 1)
     (gx,) = mg.autograd.grad(h.sum(), x)
     np.testing.assert_allclose(gx.numpy(), [31.0, 31.0])
+
+
+def test_batched_grad_outputs_give_the_jacobian_as_torch():
+    torch = pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]'")
+    xs, ws = np.array([0.3, -1.2, 2.0]), np.array([1.5, 0.5, -0.75])
+    rows = np.random.default_rng(0).standard_normal((4, 3))
+    results = []
+    for lib in (mg, torch):
+        x, w, h, y, z = _graph(lib, xs, ws)
+        jac = lib.autograd.grad(h, [x, w], lib.eye(3, dtype=lib.float64), is_grads_batched=True,
+                                retain_graph=True)
+        vjps = lib.autograd.grad([h, y], [x], [lib.tensor(rows), lib.tensor(np.arange(4.0))],
+                                 is_grads_batched=True)
+        results.append([t.detach().numpy() for t in (*jac, *vjps)])
+    for mine, theirs in zip(*results):
+        assert mine.shape == theirs.shape
+        np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-14)
+    x, w, h, y, z = _graph(mg, xs, ws)  # the Jacobian of tanh(x * w) in x is diagonal
+    (jac,) = mg.autograd.grad(h, x, mg.eye(3, dtype=mg.float64), is_grads_batched=True)
+    np.testing.assert_allclose(jac.numpy(), np.diag((1 - np.tanh(xs * ws) ** 2) * ws), rtol=1e-12)
 
 
 def test_against_torch():
