@@ -336,9 +336,7 @@ def _accumulate_leaves(leaves: dict) -> None:
     """Give each leaf its gradient, summed over the whole pass: its hooks run once on the sum,
     then `.grad` accumulates (+= across backward calls, as in PyTorch)."""
     for leaf, g in leaves.values():
-        if leaf._hooks:
-            for hook in leaf._hooks.values():
-                g = _run_hook(hook, g)
+        g = _leaf_hooks(leaf, g)
         if leaf._grad is None:
             leaf.grad = g
         else:
@@ -348,11 +346,14 @@ def _accumulate_leaves(leaves: dict) -> None:
 def _leaf_gradient(leaves: dict, leaf: Tensor) -> np.ndarray | None:
     """A leaf's summed gradient of the pass, after its hooks (autograd.grad's answer)."""
     entry = leaves.get(id(leaf))
-    if entry is None:
-        return None
-    g = entry[1]
-    for hook in (leaf._hooks or {}).values():
-        g = _run_hook(hook, g)
+    return None if entry is None else _leaf_hooks(leaf, entry[1])
+
+
+def _leaf_hooks(leaf: Tensor, g: np.ndarray) -> np.ndarray:
+    """g after the leaf's hooks, in the order registered (each may replace it)."""
+    if leaf._hooks:
+        for hook in leaf._hooks.values():
+            g = _run_hook(hook, g)
     return g
 
 
