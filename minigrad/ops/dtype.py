@@ -1,5 +1,6 @@
 """Dtypes: the Cast op and the methods to, type, type_as, float, double, half, long, int, bool;
-torch's dtype names and legacy tensor types; finfo and iinfo."""
+the dtype questions (is_floating_point, is_complex, is_signed, is_nonzero, is_tensor); torch's
+dtype names and legacy tensor types; finfo and iinfo."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 from ..autograd import Function
 from ..device import check_device, is_device
 from ..tensor import Tensor
-from .table import method
+from .table import function, method, op
 
 # PyTorch's legacy type names (torch.FloatTensor, ...) of the numpy dtypes minigrad can hold.
 TYPE_NAMES = {
@@ -162,6 +163,54 @@ def int(self) -> Tensor:
 def bool(self) -> Tensor:
     """True where the value is nonzero."""
     return self.to(np.bool_)
+
+
+# ----------------------------------------------------------------------------- dtype questions
+
+
+@op
+def is_floating_point(self) -> builtins.bool:
+    """True for a float16, float32 or float64 tensor."""
+    return self._data.dtype.kind == "f"
+
+
+@op
+def is_complex(self) -> builtins.bool:
+    """True for a complex64 or complex128 tensor."""
+    return self._data.dtype.kind == "c"
+
+
+@method
+def is_signed(self) -> builtins.bool:
+    """True unless the dtype is unsigned (uint8, ...) or bool, as torch's."""
+    return self._data.dtype.kind not in "ub"
+
+
+@op
+def is_nonzero(self) -> builtins.bool:
+    """The truth of a one-element tensor; any other size is torch's RuntimeError."""
+    if self._data.size != 1:
+        raise RuntimeError(f"is_nonzero: a tensor of {self._data.size} elements (shape "
+                           f"{self._data.shape}) has no single truth value")
+    return builtins.bool(self._data.reshape(()) != 0)
+
+
+@method
+def is_contiguous(self, memory_format: Any = None) -> builtins.bool:
+    """True: a minigrad tensor's values are always one dense block, for the ops that ask."""
+    return True
+
+
+@function
+def is_tensor(obj: Any) -> builtins.bool:
+    """True if obj is a Tensor (a Parameter is one)."""
+    return isinstance(obj, Tensor)
+
+
+@function
+def get_default_dtype() -> np.dtype:
+    """float32: the dtype Python floats become (minigrad's, as torch's, default)."""
+    return np.dtype(np.float32)
 
 
 # ----------------------------------------------------------------------------- dtype facts

@@ -81,6 +81,42 @@ def _with_torch_defaults(cls: type, defaults: dict[str, Any]) -> type:
                                        "__module__": cls.__module__, "__qualname__": cls.__qualname__})
 
 
+class _TorchTensorType(type):
+    """The type of `torch.Tensor` under `minigrad run`: calling it is torch's constructor
+    (`torch.Tensor(3, 4)` an uninitialised float32 tensor of that shape, `torch.Tensor(data)`
+    a float32 tensor of the data), and any minigrad tensor is an instance of it."""
+
+    def __call__(cls, *args: Any) -> Any:
+        import numpy as np
+
+        from minigrad.tensor import Tensor
+        if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            return Tensor._make(np.empty(args or (0,), dtype=np.float32), None)
+        if len(args) > 1:
+            raise TypeError(f"torch.Tensor: expected data or sizes, got {args!r}")
+        data = args[0]._data if isinstance(args[0], Tensor) else args[0]
+        return Tensor._make(np.array(data, dtype=np.float32), None)
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        from minigrad.tensor import Tensor
+        return isinstance(obj, Tensor)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        from minigrad.tensor import Tensor
+        return issubclass(sub, Tensor)
+
+
+def _torch_tensor(cls: type) -> type:
+    """minigrad's Tensor seen as torch's: its methods, and torch's constructor (Tensor(*sizes))."""
+    return _TorchTensorType(cls.__name__, (cls,), {"__slots__": (), "__doc__": cls.__doc__,
+                                                    "__module__": cls.__module__})
+
+
+# Names whose torch meaning differs from minigrad's own in one respect, seen under their torch
+# name through a stand-in: torch.Tensor(3, 4) is a shape (minigrad.Tensor takes data only).
+TORCH_STANDINS = {"torch.Tensor": _torch_tensor}
+
+
 def _missing(name: str, filename: str | None, lineno: int | None) -> str:
     where = f" ({os.path.basename(filename)}, line {lineno})" if filename else ""
     return f"{name} is not in minigrad{where}"
@@ -136,6 +172,8 @@ class TorchFace(types.ModuleType):
                 raise MissingName(full, *_user_frame(1)) from None
             if full in TORCH_DEFAULTS:
                 value = _with_torch_defaults(value, TORCH_DEFAULTS[full])
+            elif full in TORCH_STANDINS:
+                value = TORCH_STANDINS[full](value)
         self.__dict__[name] = value
         return value
 

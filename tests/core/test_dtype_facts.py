@@ -1,5 +1,6 @@
 """torch's numbers and dtype facts: minigrad.pi, e, inf, nan, finfo and iinfo; the dtype names
-and aliases (one object per dtype), the legacy tensor types, torch.Tensor(list) as float32."""
+and aliases (one object per dtype), the legacy tensor types, torch.Tensor(list) as float32; the
+dtype questions (is_floating_point, is_complex, is_signed, is_nonzero, is_tensor)."""
 
 import math
 
@@ -88,3 +89,22 @@ def test_dtype_names_as_torch():
     assert torch.Tensor([1, 2]).dtype == torch.float32 and torch.LongTensor([1]).dtype == torch.int64
     assert mg.ones(3).type_as(mg.zeros(1, dtype=mg.long)).dtype is mg.long
     assert torch.ones(3).type_as(torch.zeros(1, dtype=torch.long)).dtype is torch.long
+
+
+@pytest.mark.parametrize("dtype", [mg.float16, mg.float32, mg.float64, mg.int8, mg.int64, mg.uint8,
+                                   mg.bool, mg.complex64])
+def test_the_dtype_questions_answer_as_torchs(dtype):
+    torch = pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]'")
+    x = mg.zeros(2, dtype=dtype)
+    t = torch.zeros(2, dtype=getattr(torch, np.dtype(dtype).name))
+    for name in ["is_floating_point", "is_complex", "is_signed"]:
+        assert getattr(x, name)() is getattr(t, name)(), name
+    assert mg.is_floating_point(x) is torch.is_floating_point(t) and mg.is_complex(x) is torch.is_complex(t)
+    assert x.is_contiguous() and mg.is_tensor(x) and not mg.is_tensor(x.numpy())
+
+
+def test_is_nonzero_needs_one_element():
+    assert mg.tensor([0.5]).is_nonzero() is True and mg.is_nonzero(mg.tensor(0)) is False
+    with pytest.raises(RuntimeError, match=r"is_nonzero: a tensor of 2 elements \(shape \(2,\)\)"):
+        mg.tensor([1, 2]).is_nonzero()
+    assert mg.get_default_dtype() is mg.float32

@@ -33,7 +33,7 @@ def test_import_torch_gives_minigrad_for_the_block_only():
         import torch.nn.functional as TF
         from torch.nn import Linear
 
-        assert torch.zeros is mg.zeros and torch.Tensor is mg.Tensor
+        assert torch.zeros is mg.zeros and torch.Tensor.masked_fill_ is mg.Tensor.masked_fill_
         assert TF.gelu is F.gelu and Linear is mg.nn.Linear
         assert torch.nn.functional is TF and torch.__name__ == "torch"
         assert "gelu" in dir(TF) and "nn" in dir(torch)
@@ -77,6 +77,30 @@ def test_a_torch_program_gets_torchs_time_major_attention_default():
         x = torch.randn(5, 3, 8)  # (T, B, E)
         assert layer(x).shape == (5, 3, 8)
     assert mg.nn.MultiheadAttention(8, 2).batch_first  # minigrad itself is batch-first
+
+
+def test_torch_tensor_is_torchs_constructor_and_every_tensors_type():
+    """Course code of torch's older style makes parameters with `torch.Tensor(out, in)` and fills
+    them with an init function: under `minigrad run` a call with ints is a shape (float32, as
+    torch's), data becomes float32, and every minigrad tensor is a `torch.Tensor`."""
+    with bound_to_minigrad():
+        import torch
+        import torch.nn as tnn
+
+        w, b = tnn.Parameter(torch.Tensor(3, 4)), torch.Tensor(5)
+        assert (w.shape, b.shape, torch.Tensor().shape) == ((3, 4), (5,), (0,))
+        assert w.dtype is torch.float32 and isinstance(w, tnn.Parameter) and w.requires_grad
+        tnn.init.kaiming_uniform_(w)
+        assert torch.Tensor([1, 2]).dtype is torch.float32
+        assert torch.Tensor(np.arange(3)).dtype is torch.float32
+        assert torch.Tensor(torch.tensor([1, 2])).tolist() == [1.0, 2.0]
+        x = torch.zeros(2, dtype=torch.long)
+        assert isinstance(x, torch.Tensor) and isinstance(w, torch.Tensor)
+        assert not isinstance(1.0, torch.Tensor)
+        assert issubclass(tnn.Parameter, torch.Tensor) and torch.is_tensor(x)
+        with pytest.raises(TypeError, match=r"torch.Tensor: expected data or sizes, got \(\[1\], 2\)"):
+            torch.Tensor([1], 2)
+    assert mg.Tensor(3).shape == ()  # minigrad's own Tensor takes data
 
 
 def test_torch_cuda_and_backends_import_as_modules():
