@@ -60,7 +60,7 @@ from .losses import (
     SmoothL1Loss,
 )
 from .module import Module, Parameter, evaluating
-from .normalization import GroupNorm, LayerNorm, RMSNorm
+from .normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .recurrent import GRUCell, LSTMCell, RNNCell
@@ -94,7 +94,7 @@ __all__ = [
     # recurrent layers
     "GRU", "LSTM", "LSTMCell", "RNN",
     # normalization and bilinear layers
-    "Bilinear", "GroupNorm", "RMSNorm",
+    "Bilinear", "GroupNorm", "LocalResponseNorm", "RMSNorm",
     # batch normalization
     "BatchNorm1d", "BatchNorm2d",
     # convolution and pooling layers

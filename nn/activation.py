@@ -2,7 +2,7 @@
 softmax, log_softmax, and the others with `torch.nn.functional`'s names, arguments and
 defaults: softplus, elu, ..., relu6, hardswish, selu, glu, prelu, rrelu, ...) and their modules
 (ReLU, GELU, ..., LogSoftmax, ReLU6, ..., Softmax2d, PReLU). `inplace=True` writes the result
-into the input and returns it, as torch (`_in_place`).
+into the input and returns it, as torch (`_in_place`); so do torch's `F.relu_`, `F.elu_`, ...
 
 Each function is a composition of differentiable Tensor ops or one Function with forward and
 backward side by side: gelu is the fused kernel GELUOp (its tanh form in cache-sized pieces,
@@ -441,6 +441,49 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     return _in_place(input, inplace, "rrelu", lambda x: where(x._data > 0, x, x * slopes))
 
 
+# torch.nn.functional's in-place forms: F.relu_(x) is F.relu(x, inplace=True).
+
+
+def relu_(input: Tensor) -> Tensor:
+    """relu written into the input, which is returned."""
+    return relu(input, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """elu written into the input, which is returned."""
+    return elu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """leaky_relu written into the input, which is returned."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """hardtanh written into the input, which is returned."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """threshold written into the input, which is returned."""
+    return _threshold(input, threshold, value, inplace=True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """celu written into the input, which is returned."""
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    """selu written into the input, which is returned."""
+    return selu(input, inplace=True)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
+    """rrelu written into the input, which is returned."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x for x > 0, weight * x otherwise, the weight broadcast over dim 1 (the channels): one
     value for every channel (weight of one element), or one per channel (weight of shape (C,)).
@@ -875,3 +918,6 @@ class PReLU(Module):
 
     def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"
+
+
+_threshold = threshold  # threshold_'s first argument is named threshold, as torch's

@@ -9,15 +9,19 @@ that name the function and the shapes.
 
 from .activation import (
     celu,
+    celu_,
     cosine_similarity,
     elu,
+    elu_,
     gelu,
     glu,
     hardshrink,
     hardsigmoid,
     hardswish,
     hardtanh,
+    hardtanh_,
     leaky_relu,
+    leaky_relu_,
     log_softmax,
     logsigmoid,
     mish,
@@ -26,8 +30,11 @@ from .activation import (
     prelu,
     relu,
     relu6,
+    relu_,
     rrelu,
+    rrelu_,
     selu,
+    selu_,
     sigmoid,
     silu,
     softmax,
@@ -38,6 +45,7 @@ from .activation import (
     tanh,
     tanhshrink,
     threshold,
+    threshold_,
 )
 from .attention.functional import (
     attention_reference,
@@ -60,7 +68,7 @@ from .losses import (
     mse_loss,
     smooth_l1_loss,
 )
-from .normalization import group_norm, layer_norm, rms_norm
+from .normalization import group_norm, layer_norm, local_response_norm, rms_norm
 from .padding import pad
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool1d, max_pool2d
 from .sparse import embedding
@@ -75,11 +83,12 @@ __all__ = [
     "silu", "softmin", "softplus",
     "celu", "glu", "hardshrink", "hardsigmoid", "hardswish", "prelu", "relu6", "rrelu", "selu", "softshrink",
     "softsign", "tanhshrink", "threshold",
+    "celu_", "elu_", "hardtanh_", "leaky_relu_", "relu_", "rrelu_", "selu_", "threshold_",
     # losses.py
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "huber_loss", "kl_div", "l1_loss",
     "mse_loss", "smooth_l1_loss",
     # padding.py, normalization.py, bilinear.py
-    "bilinear", "group_norm", "pad", "rms_norm",
+    "bilinear", "group_norm", "local_response_norm", "pad", "rms_norm",
     # batchnorm.py
     "batch_norm",
     # conv.py, pooling.py

@@ -1,11 +1,13 @@
 """Normalization over features, as torch.nn's normalization.py: group norm (Wu and He, 2018),
-layer norm and RMS norm, each its functional form and its module (GroupNorm, LayerNorm, RMSNorm).
+layer norm, RMS norm and local response norm, each its functional form and its module
+(GroupNorm, LayerNorm, RMSNorm, LocalResponseNorm).
 
 group_norm splits the channels into groups and normalizes each sample's group over its channels
 and positions together: a composition of Tensor ops (mean and biased variance over the group),
 so its gradient is the chain rule through them. layer_norm is one fused kernel, LayerNormOp
 (forward and backward side by side, its rows a block at a time: nn/_pieces.py). rms_norm is a
-composition again: a row's mean square, its reciprocal square root, the weight.
+composition again: a row's mean square, its reciprocal square root, the weight; so is
+local_response_norm (a sum of squares over a window of neighbouring channels).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from minigrad.ops.reduce import accumulation_dtype, narrowed, widened
 from ._checks import _need_nc_input, _need_tensor, _where
 from ._pieces import col_sums, exact_row_means, row_blocks, row_means
 from .module import Module, Parameter
+from .padding import pad
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
@@ -365,3 +368,53 @@ class RMSNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """Local response normalization across channels (Krizhevsky et al., 2012), as torch's:
+        y_c = x_c / (k + alpha / size * sum_{c' = c - size//2}^{c + (size-1)//2} x_{c'}^2) ^ beta
+    the sum over the channels of the window that exist (the others count as 0, but the divisor
+    stays `size`, as torch's average pooling of the zero-padded squares).
+
+    A composition of Tensor ops (the window's sum is `size` shifted slices of the padded
+    squares), its gradient the chain rule through them.
+
+    Shape: input (N, C, *) with at least 3 dimensions; output like input.
+    """
+    _need_nc_input("local_response_norm", input)
+    if input.ndim < 3:
+        raise ShapeError(f"local_response_norm: expected an input of 3 or more dimensions (N, C, *), "
+                         f"got shape {input.shape}{_where()}")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise ValueError(f"local_response_norm: size must be a positive int, got {size!r}")
+    channels = input.shape[1]
+    if input.numel() == 0:
+        return input * 1.0
+    squares = (input * input).movedim(1, -1)
+    before, after = size // 2, (size - 1) // 2
+    padded = pad(squares, (before, after))
+    window = padded[..., 0:channels]
+    for i in range(1, size):
+        window = window + padded[..., i:i + channels]
+    div = (window.movedim(-1, 1) * (alpha / size) + k) ** beta
+    return input / div
+
+
+class LocalResponseNorm(Module):
+    """Local response normalization across channels (see `local_response_norm`): each channel
+    divided by (k + alpha / size * the sum of squares of `size` neighbouring channels) ^ beta.
+
+    Shape:
+        - Input: (N, C, *), at least 3 dimensions
+        - Output: the same shape as the input
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

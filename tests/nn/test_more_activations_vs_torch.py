@@ -195,6 +195,32 @@ def test_inplace_forms_match_torch(mine, theirs, options):
     np.testing.assert_allclose(a.grad, ta.grad.numpy(), rtol=_grad_tol(mine, np.float64) or 1e-12, atol=1e-12)
 
 
+UNDERSCORE = [("relu_", ()), ("elu_", (0.5,)), ("leaky_relu_", (0.2,)), ("hardtanh_", (-0.5, 2.0)),
+              ("threshold_", (0.1, -1.0)), ("celu_", (0.75,)), ("selu_", ()), ("rrelu_", (0.1, 0.3, False))]
+
+
+@pytest.mark.parametrize("name, args", UNDERSCORE, ids=[n for n, _ in UNDERSCORE])
+def test_underscore_functions_match_torch(name, args):
+    """torch's F.relu_(x), F.elu_(x, alpha), ...: the input itself comes back holding torch's
+    values, with torch's positional arguments; inside the graph the gradient is torch's, and a
+    leaf that requires grad is refused as torch refuses it."""
+    assert sorted(n for n in dir(TF) if n.endswith("_") and not n.startswith("_")) == sorted(
+        n for n, _ in UNDERSCORE)
+    x = np.array([-4.0, -3.0, -1.0, 0.0, 0.3, 2.0, 3.0, 6.0, 7.0])
+    mine, theirs = getattr(F, name), getattr(TF, name)
+    a, ta = mg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    h, th = a * 2, ta * 2
+    assert mine(h, *args) is h and theirs(th, *args) is th
+    np.testing.assert_allclose(h.numpy(), th.detach().numpy(), rtol=1e-12, atol=1e-12)
+    h.backward(mg.tensor(np.arange(9.0)))
+    th.backward(torch.arange(9.0, dtype=torch.float64))
+    np.testing.assert_allclose(a.grad, ta.grad.numpy(), rtol=1e-12, atol=1e-12)
+    with pytest.raises(RuntimeError, match=name):
+        mine(mg.tensor(x, requires_grad=True), *args)
+    with pytest.raises(RuntimeError):
+        theirs(torch.tensor(x, requires_grad=True), *args)
+
+
 def test_where_torch_rounds_a_float64_gradient_to_float32():
     """Two float64 gradients of torch's are a float32 rounding off the derivative of its own
     forward: hardsigmoid's 1/6 is the float32 1/6, and celu's backward takes 1 / alpha of alpha
@@ -284,6 +310,37 @@ def test_to_torch_of_the_new_layers_computes_what_minigrad_computes():
         for name, p in model.named_parameters():
             np.testing.assert_allclose(tparams[name].grad.numpy(), p.grad, rtol=1e-12, atol=1e-12,
                                        err_msg=name)
+
+
+# ----------------------------------------------------------------------------- local_response_norm
+
+
+@pytest.mark.parametrize("dtype, tol", DTYPES)
+@fewer
+@given(data=st.data(), size=st.integers(1, 6), alpha=st.sampled_from([1e-4, 0.5, 2.0]),
+       beta=st.sampled_from([0.75, 0.5, 1.3]), k=st.sampled_from([1.0, 2.0, 0.5]))
+def test_local_response_norm_matches_torch(dtype, tol, data, size, alpha, beta, k):
+    """Windows wider than the channels, a single channel, 3-D to 5-D inputs."""
+    batch, channels = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 7))
+    shape = (batch, channels) + data.draw(shapes(min_dims=1, max_dims=3))
+    x = data.draw(arrays(shape, -3, 3)).astype(dtype)
+    same_as_torch(lambda t: F.local_response_norm(t, size, alpha, beta, k),
+                  lambda t: TF.local_response_norm(t, size, alpha, beta, k), [x], tol)
+    m, tm = nn.LocalResponseNorm(size, alpha, beta, k), torch.nn.LocalResponseNorm(size, alpha, beta, k)
+    np.testing.assert_allclose(m(mg.tensor(x)).numpy(), tm(torch.tensor(x)).numpy(), rtol=tol, atol=tol)
+    assert repr(m) == repr(tm)
+
+
+def test_local_response_norm_gradcheck_and_errors():
+    x = mg.tensor(np.random.default_rng(0).standard_normal((2, 5, 3)), requires_grad=True)
+    assert mg.gradcheck(lambda t: F.local_response_norm(t, 3, alpha=0.9, beta=0.6, k=0.7), [x])
+    with pytest.raises(ValueError, match=r"local_response_norm: .*3 or more dimensions.*\(2, 5\)"):
+        F.local_response_norm(mg.zeros(2, 5), 2)
+    with pytest.raises(ValueError, match="size must be a positive int, got 0"):
+        F.local_response_norm(mg.zeros(2, 5, 3), 0)
+    with pytest.raises(ValueError):  # torch's type too
+        TF.local_response_norm(torch.zeros(2, 5), 2)
+    assert F.local_response_norm(mg.zeros(0, 3, 2), 2).shape == (0, 3, 2)
 
 
 # ----------------------------------------------------------------------------- coverage
