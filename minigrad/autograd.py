@@ -10,6 +10,7 @@ place after an op saved it makes backward raise (versions.py).
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -91,8 +92,44 @@ class Function:
     def name(self) -> str:
         return type(self).__name__
 
+    @property
+    def next_functions(self) -> tuple:
+        """One (node, 0) pair per input, as torch's: the node that made the input, an
+        `AccumulateGrad` for a leaf that requires grad (its `.variable` is the leaf), or None for
+        an input without a gradient. Walking these from `loss.grad_fn` visits the whole graph."""
+        return tuple((parent if parent is not None else AccumulateGrad.of(t) if t.requires_grad else None, 0)
+                     for t, parent in zip(self.inputs, self.parents))
+
     def __repr__(self) -> str:
         return f"<{self.name}>"
+
+
+class AccumulateGrad:
+    """Where a leaf's gradient goes (torch's node of that name, seen in `next_functions`): one
+    per leaf, so a walk over the graph can keep the nodes it has seen in a set."""
+
+    name = "AccumulateGrad"
+    next_functions: tuple = ()
+    _of: dict[int, AccumulateGrad] = {}  # id(leaf) -> its AccumulateGrad, while the leaf lives
+
+    def __init__(self, variable: Tensor) -> None:
+        self._variable = weakref.ref(variable)  # the table must not keep the leaf alive
+
+    @property
+    def variable(self) -> Tensor | None:
+        """The leaf whose `.grad` this node fills."""
+        return self._variable()
+
+    @classmethod
+    def of(cls, leaf: Tensor) -> AccumulateGrad:
+        node = cls._of.get(id(leaf))
+        if node is None or node.variable is not leaf:
+            node = cls._of[id(leaf)] = cls(leaf)
+            weakref.finalize(leaf, cls._of.pop, id(leaf), None)
+        return node
+
+    def __repr__(self) -> str:
+        return "<AccumulateGrad>"
 
 
 # ----------------------------------------------------------------------------- the engine

@@ -363,3 +363,43 @@ def test_engine_sums_a_broadcast_gradient_back_to_the_input_shape():
     (a * b).backward(np.arange(6.0).reshape(2, 3))
     np.testing.assert_array_equal(a.grad, [[3.0], [12.0]])
     np.testing.assert_array_equal(b.grad, [3.0, 5.0, 7.0])
+
+
+# ----------------------------------------------------------------------------- next_functions
+
+
+def _walk(fn):
+    """Every node reachable from fn through next_functions, once each (a set of the seen nodes,
+    as a student's graph walk keeps), and the leaves their AccumulateGrad nodes name."""
+    seen, leaves, stack = set(), [], [fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if type(node).__name__ == "AccumulateGrad":
+            leaves.append(node.variable)
+        stack.extend(n for n, _ in node.next_functions)
+    return seen, leaves
+
+
+def test_next_functions_walk_the_graph_as_torchs_do():
+    torch = pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]'")
+    counts = []
+    for lib in (mg, torch):
+        a, b, c = lib.ones(2, requires_grad=True), lib.ones(2, requires_grad=True), lib.ones(2)
+        y = ((a * b + a) * c).sum()
+        first = y.grad_fn.next_functions
+        assert len(first) == 1 and first[0][1] == 0
+        mul = first[0][0].next_functions
+        assert mul[1] == (None, 0)  # c needs no gradient
+        seen, leaves = _walk(y.grad_fn)
+        assert sorted(id(t) for t in leaves) == sorted([id(a), id(b)])  # a once, though used twice
+        counts.append(len(seen))
+    assert counts[0] == counts[1] == 6  # sum, mul, add, mul, and a's and b's AccumulateGrad
+    del a, y, seen, leaves, first, mul
+    import gc
+
+    from minigrad.autograd import AccumulateGrad
+    gc.collect()
+    assert all(n.variable is not None for n in AccumulateGrad._of.values())  # dead leaves leave the table
