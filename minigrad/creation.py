@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .device import check_device
-from .errors import ShapeError
+from .errors import ArgumentError, ShapeError
 from .random import numpy_generator
 from .tensor import Tensor, to_array
 
@@ -141,7 +141,7 @@ def randint(low: int, high: Any = None, size: Sequence[int] | None = None, *, ge
             raise TypeError("randint: expected (low, high, size) or (high, size)")
         low, high, size = 0, low, high
     if not low < high:
-        raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
+        raise ArgumentError(f"randint: expected low < high, got low={low}, high={high}")
     rng = numpy_generator(generator, "randint")
     values = rng.integers(low, high, _shape((size,), "randint"), dtype=np.int64)
     return _made(values.astype(dtype), requires_grad)
@@ -166,6 +166,11 @@ def arange(start: float, end: float | None = None, step: float = 1, *, dtype: An
         ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
                    for v in (start, end, step))
         dtype = np.int64 if ints else np.float32
+    if step == 0:
+        raise ArgumentError(f"arange: step must be nonzero, got arange({start}, {end}, {step})")
+    if (end - start) * step < 0:
+        raise ArgumentError(f"arange: the step {step} goes away from end: arange({start}, {end}, {step}) "
+                            "would never reach it")
     return _made(np.arange(start, end, step, dtype=dtype), requires_grad)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from minigrad import Tensor, cat
 from minigrad.autograd import Function
-from minigrad.errors import ShapeError
+from minigrad.errors import RangeError, ShapeError
 from minigrad.ops.reduce import LogSoftmaxOp
 
 from ._checks import _check_reduction, _int_array, _need_tensor
@@ -92,7 +92,7 @@ def _check_targets(fn: str, logits: Tensor, target: Any, ignore_index: int) -> n
     C = logits.shape[-1]
     bad = (t != ignore_index) & ((t < 0) | (t >= C))
     if bad.any():
-        raise ValueError(
+        raise RangeError(
             f"{fn}: target holds class id {int(t[bad].flat[0])}, out of range for {C} classes "
             f"(ids must lie in [0, {C - 1}] or equal ignore_index={ignore_index})"
         )

@@ -11,7 +11,7 @@ import numpy as np
 
 from minigrad import Tensor
 from minigrad.autograd import Function
-from minigrad.errors import ShapeError
+from minigrad.errors import ArgumentError, ShapeError
 from minigrad.runtime import parallel
 
 from . import init
@@ -108,6 +108,9 @@ class Linear(Module):
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True):
+        for what, n in (("in_features", in_features), ("out_features", out_features)):
+            if n < 0:
+                raise ArgumentError(f"Linear: {what} must be a size >= 0, got {n}")
         self.in_features, self.out_features = in_features, out_features
         self.weight = _empty(out_features, in_features)
         self.bias = _empty(out_features) if bias else None

@@ -17,7 +17,7 @@ import numpy as np
 from .. import grad_mode, versions
 from ..autograd import Function
 from ..creation import as_tensor
-from ..errors import ShapeError
+from ..errors import RangeError, ShapeError
 from ..tensor import Tensor
 from .arguments import check_index, index_array, one_axis
 from .promotion import promote, result_type
@@ -50,7 +50,7 @@ def check_range(index: np.ndarray, size: int, dim: int, op: str) -> None:
         low, high = index.min(), index.max()
         if low < 0 or high >= size:
             bad = low if low < 0 else high
-            raise IndexError(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}")
+            raise RangeError(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
 def _grid(index: np.ndarray, axis: int) -> tuple[np.ndarray, ...]:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Function
-from ..errors import ShapeError
+from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 from . import erf as erf_kernels
 from .indexing import Where
@@ -291,7 +291,7 @@ def clamp(self, min: float | Tensor | None = None, max: float | Tensor | None = 
     against self (and then gets its gradient); the result dtype follows the one rule
     (`int_tensor.clip(0.5, 1.5)` is float32, as in PyTorch)."""
     if min is None and max is None:
-        raise ValueError("clip: give at least one of min and max")
+        raise ArgumentError("clip: give at least one of min and max")
     bounds = [self._other(b, fill="clip") for b in (min, max) if b is not None]
     try:
         return Clip.apply(self, *bounds, low=min is not None, high=max is not None)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..autograd import Function
 from ..creation import as_tensor
-from ..errors import ShapeError
+from ..errors import RangeError, ShapeError
 from ..tensor import Tensor
 from .arguments import Dim, normalize_dims, one_axis
 from .logic import bools
@@ -493,10 +493,22 @@ def any(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
 @op
 def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """The index of the largest value over dim (of the flattened tensor without dim), int64."""
+    _need_choice("argmax", self, dim)
     return self._make(np.asarray(np.argmax(self._data, axis=dim, keepdims=keepdim)), None)
 
 
 @op
 def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """The index of the smallest value over dim (of the flattened tensor without dim), int64."""
+    _need_choice("argmin", self, dim)
     return self._make(np.asarray(np.argmin(self._data, axis=dim, keepdims=keepdim)), None)
+
+
+def _need_choice(fn: str, x: Tensor, dim: int | None) -> None:
+    """argmax/argmin pick among the values of dim (or all): there must be one (torch's IndexError)."""
+    if dim is not None and x.ndim and not -x.ndim <= dim < x.ndim:
+        return  # numpy's error names the dimension out of range
+    n = x._data.size if dim is None or x.ndim == 0 else x.shape[dim]
+    if n == 0:
+        where = "" if dim is None else f" along dim {dim}"
+        raise RangeError(f"{fn}: no value to choose{where} in a tensor of shape {x.shape}")
