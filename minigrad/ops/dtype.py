@@ -180,7 +180,7 @@ def is_complex(self) -> builtins.bool:
     return self._data.dtype.kind == "c"
 
 
-@method
+@op
 def is_signed(self) -> builtins.bool:
     """True unless the dtype is unsigned (uint8, ...) or bool, as torch's."""
     return self._data.dtype.kind not in "ub"

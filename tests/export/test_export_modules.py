@@ -114,6 +114,7 @@ MODULES = [
     pytest.param(lambda: nn.Softmax2d(), None, lambda r, B: (r.standard_normal((B, 3, 2, 2)),),
                  id="Softmax2d"),
     pytest.param(lambda: nn.RMSNorm((4, 8)), None, x3, id="RMSNorm"),
+    pytest.param(lambda: nn.LocalResponseNorm(3, 0.5, 0.7, 1.5), None, x3, id="LocalResponseNorm"),
     pytest.param(lambda: nn.CrossEntropyLoss(label_smoothing=0.1), None,
                  lambda r, B: (r.standard_normal((B, 5)), r.integers(0, 5, (B,))), id="CrossEntropyLoss"),
     pytest.param(lambda: nn.NLLLoss(reduction="sum"), None,
