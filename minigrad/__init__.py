@@ -36,7 +36,7 @@ from .creation import (
 )
 from .device import backends, cuda, device
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .gradcheck import GradcheckError, gradcheck
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .memory import keep_freed_memory
 from .ops import table as _table
 from .ops.dtype import DTYPE_NAMES, LEGACY_TYPES, finfo, iinfo
@@ -85,7 +85,8 @@ def __getattr__(name: str):
 __all__ = sorted([
     "AnomalyError", "arange", "as_tensor", "backends", "bool_", "cuda", "detect_anomaly", "device", "e",
     "empty", "empty_like", "enable_grad", "eye", "finfo", "from_numpy",
-    "full", "full_like", "Function", "get_num_threads", "gradcheck", "GradcheckError", "iinfo", "inf",
+    "full", "full_like", "Function", "get_num_threads", "gradcheck", "GradcheckError", "gradgradcheck",
+    "iinfo", "inf",
     "is_grad_enabled", "linalg", "linspace", "load", "manual_seed",
     "nan", "no_grad", "ones", "ones_like", "pi", "rand", "rand_like", "randint", "randn", "randn_like",
     "save", "set_grad_enabled", "set_num_threads", "Tensor", "tensor", "unbroadcast", "utils", "zeros",

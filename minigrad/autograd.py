@@ -63,8 +63,10 @@ class Function:
         # The count as forward starts: a change during forward (another thread's) is later.
         edits = _versions.edits
         out = cls.forward(ctx, *[t._data for t in inputs], **options)
-        if type(out) is not np.ndarray:  # numpy reductions return scalars
-            out = np.asarray(out)
+        if type(out) is not np.ndarray:  # numpy reductions (and 0-d math) return scalars
+            scalar, out = out, np.asarray(out)
+            if ctx.saved:  # a saved output is then the output's array (create_graph finds it)
+                ctx.saved = tuple([out if s is scalar else s for s in ctx.saved])
         state = _get_state(_DEFAULT)  # this thread's grad mode, module scope and hooks
         if state.forward_checks:
             for check in state.forward_checks:
@@ -134,14 +136,27 @@ class AccumulateGrad:
 
 # ----------------------------------------------------------------------------- the engine
 
+# id(leaf) -> its .grad as a Tensor with a graph, after backward(create_graph=True); only while
+# the leaf lives and its .grad is still that tensor's array (graph_backward.py keeps it).
+graph_grads: dict[int, Tensor] = {}
+
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
              create_graph: bool = False, inputs: Any = None) -> None:
     """torch.autograd.backward: the gradients of the sum of `tensors` (each weighted by its
     entry of `grad_tensors`; a scalar may have None) accumulated into the leaves' `.grad`,
-    or into the `.grad` of `inputs` alone when given. First order: create_graph must be False.
+    or into the `.grad` of `inputs` alone when given. With create_graph, each `.grad` is a
+    Tensor with a graph of its own (graph_backward.py), and the graph is kept.
     """
     roots, gs = _roots("backward", tensors, grad_tensors, create_graph)
+    if create_graph:
+        from . import graph_backward
+        wanted = None if inputs is None else _as_inputs("backward", inputs)
+        found = graph_backward.run(roots, gs, inputs=wanted)
+        for t, g in zip(wanted or (), found or ()):
+            if g is not None:
+                graph_backward.set_grad(t, g)
+        return
     retain = bool(retain_graph)
     if inputs is None:
         run_backward(roots, gs, retain_graph=retain)
@@ -166,7 +181,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     is None, or zeros with materialize_grads). The graph is freed unless retain_graph.
     With is_grads_batched, each grad_outputs tensor has one more (first) dimension than its
     output, and the gradients come stacked along it: one backward pass per row, as torch's
-    vmap gives them. First order: create_graph must be False.
+    vmap gives them. With create_graph, the gradients are Tensors with graphs of their own, to
+    differentiate again (graph_backward.py); the graph is kept.
     """
     if is_grads_batched:
         return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
@@ -174,7 +190,11 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     roots, gs = _roots("grad", outputs, grad_outputs, create_graph)
     names = list(inputs) if isinstance(inputs, dict) else None
     wanted = _as_inputs("grad", list(inputs.values()) if names is not None else inputs)
-    found = run_backward(roots, gs, retain_graph=bool(retain_graph), inputs=wanted)
+    if create_graph:
+        from . import graph_backward
+        found = graph_backward.run(roots, gs, inputs=wanted)
+    else:
+        found = run_backward(roots, gs, retain_graph=bool(retain_graph), inputs=wanted)
     if allow_unused is None:
         allow_unused = materialize_grads
     out = []
@@ -184,6 +204,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
                                "of the outputs; pass allow_unused=True to get None for it")
         if g is None:
             out.append(Tensor._make(np.zeros(t.shape, t.dtype), None) if materialize_grads else None)
+        elif create_graph:
+            out.append(g if g.dtype == t.dtype else g.to(t.dtype))
         else:
             out.append(Tensor._make(np.array(g, dtype=t.dtype), None))
     return dict(zip(names, out)) if names is not None else tuple(out)
@@ -205,16 +227,19 @@ def _batched_grad(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: bo
                  create_graph=create_graph, allow_unused=allow_unused, materialize_grads=materialize_grads)
             for b in range(n)]
     keys = list(rows[0]) if isinstance(rows[0], dict) else range(len(rows[0]))
-    stacked = [None if any(r[k] is None for r in rows) else
-               Tensor._make(np.stack([r[k]._data for r in rows]), None) for k in keys]
+    if create_graph:
+        from .ops.shape import stack
+        stacked = [None if any(r[k] is None for r in rows) else stack([r[k] for r in rows]) for k in keys]
+    else:
+        stacked = [None if any(r[k] is None for r in rows) else
+                   Tensor._make(np.stack([r[k]._data for r in rows]), None) for k in keys]
     return dict(zip(keys, stacked)) if isinstance(rows[0], dict) else tuple(stacked)
 
 
 def _roots(who: str, tensors: Any, grads: Any, create_graph: bool) -> tuple[list, list]:
-    """The tensors to go back from and d loss / d each as an array, checked as torch does."""
-    if create_graph:
-        raise NotImplementedError(f"{who}: create_graph=True (higher-order gradients) is not "
-                                  "supported yet: minigrad's backward is first order")
+    """The tensors to go back from and d loss / d each, checked as torch does: as arrays, or
+    with create_graph as Tensors (one given as a Tensor is kept, so that a vector-Jacobian
+    product can be differentiated with respect to the vector too)."""
     roots = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     if grads is None or isinstance(grads, (Tensor, np.ndarray)):
         grads = [grads] * len(roots) if grads is None else [grads]
@@ -235,6 +260,9 @@ def _roots(who: str, tensors: Any, grads: Any, create_graph: bool) -> tuple[list
             if a.shape != r.shape:
                 raise RuntimeError(f"{who}: gradient of shape {a.shape} for output {i} of shape {r.shape}")
             arrays.append(a)
+    if create_graph:
+        return roots, [g if isinstance(g, Tensor) and g.dtype == r.dtype else Tensor._make(a, None)
+                       for r, g, a in zip(roots, grads, arrays)]
     return roots, arrays
 
 
@@ -268,9 +296,9 @@ def broadcast_axes(big: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, .
     return tuple(range(lead)) + tuple(stretched)
 
 
-def toposort(*roots: Function) -> list[Function]:
+def toposort(*roots: Function, stop: set[int] | None = None) -> list[Function]:
     """Nodes reachable from the roots, each before the nodes that made its inputs (with one
-    root, the root first).
+    root, the root first); the inputs of a node whose id is in `stop` are not followed.
 
     Iterative depth-first post-order (no recursion limit on long chains), reversed.
     """
@@ -286,6 +314,8 @@ def toposort(*roots: Function) -> list[Function]:
             continue
         visited.add(id(node))
         stack.append((node, True))
+        if stop is not None and id(node) in stop:
+            continue
         for parent in node.parents:
             if parent is not None and id(parent) not in visited:
                 stack.append((parent, False))
@@ -466,3 +496,15 @@ def _run_hook(hook: Callable, g: np.ndarray) -> np.ndarray:
 
 
 from .tensor import Tensor  # noqa: E402  (tensor.py uses Function; apply needs Tensor)
+
+
+def __getattr__(name: str) -> Any:
+    """`autograd.functional` (jacobian, hessian, vjp, jvp, hvp, vhp), gradcheck and
+    gradgradcheck, as torch.autograd has them, loaded on first use."""
+    if name == "functional":
+        from . import autograd_functional
+        return autograd_functional
+    if name in ("gradcheck", "gradgradcheck"):
+        from . import gradcheck
+        return getattr(gradcheck, name)
+    raise AttributeError(f"module 'minigrad.autograd' has no attribute {name!r}")

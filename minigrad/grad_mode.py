@@ -17,7 +17,8 @@ from typing import Any, Callable, Iterator
 class State:
     """What `Function.apply` and `run_backward` consult; each thread has its own."""
 
-    __slots__ = ("grad_enabled", "scope", "modes", "forward_checks", "backward_observers", "thread")
+    __slots__ = ("grad_enabled", "scope", "modes", "forward_checks", "backward_observers", "thread",
+                 "graph_backward")
 
     def __init__(self) -> None:
         self.thread = threading.get_ident()  # the thread that may change it
@@ -29,6 +30,9 @@ class State:
         # The hooks of minigrad.hooks (observe_forward, observe_backward), changed only there.
         self.forward_checks: list[Callable[..., None]] = []
         self.backward_observers: list[Callable[..., None]] = []
+        # > 0 while an op's backward runs on Tensors to build a graph (create_graph=True): a
+        # tensor that requires grad must not become an array then (graph_backward.py).
+        self.graph_backward = 0
 
 
 # Each thread runs in its own contextvars context, so a ContextVar holds one State per thread

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .grad_mode import no_grad
+from .grad_mode import enable_grad, no_grad
 from .tensor import Tensor
 
 SHOW_ARRAYS = 64  # inputs of at most this many elements get their arrays printed
@@ -53,6 +53,52 @@ def gradcheck(
     if raise_exception:
         raise GradcheckError(report)
     return False
+
+
+def gradgradcheck(
+    fn: Callable[..., Any],
+    inputs: Sequence[Any],
+    grad_outputs: Sequence[Any] | None = None,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    seed: int = 0,
+    raise_exception: bool = True,
+) -> bool:
+    """Check second derivatives: `gradcheck` of the function that maps (inputs, v) to the
+    gradients of sum(v * fn(inputs)) computed with backward(create_graph=True). So every
+    derivative of the first-order gradients, with respect to the inputs (the Hessian-vector
+    products) and to v (the vector-Jacobian product is linear in v), is compared with central
+    differences, with gradcheck's report naming the input and element that differ.
+
+    grad_outputs (the v, one per output) are drawn at random (from `seed`) when not given;
+    each is checked as an input too, as in torch's gradgradcheck.
+    """
+    from .autograd import grad as autograd_grad
+
+    xs = [_as_float64(x) for x in inputs]
+    outs = _outputs(fn(*xs))
+    rng = np.random.default_rng(seed + 1)
+    if grad_outputs is None:
+        grad_outputs = [rng.standard_normal(o.shape) for o in outs]
+    vs = [Tensor(np.array(getattr(v, "_data", v), dtype=np.float64), requires_grad=True)
+          for v in grad_outputs]
+    if len(vs) != len(outs):
+        raise GradcheckError(f"gradgradcheck: {len(vs)} grad_outputs for {len(outs)} outputs")
+    n = len(xs)
+    names = [label.split(" (")[0].replace(" ", "") for label in input_names(fn, n)]  # 'x', 'input1'
+
+    def first_order(*args: Tensor) -> tuple[Tensor, ...]:
+        ins, v = args[:n], args[n:]
+        wanted = [x for x in ins if x.requires_grad]
+        with enable_grad():  # (gradcheck evaluates the function under no_grad for its differences)
+            return tuple(autograd_grad(_outputs(fn(*ins)), wanted, list(v), create_graph=True,
+                                       allow_unused=True, materialize_grads=True))
+
+    first_order.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in
+         names + [f"grad_output{i}" for i in range(len(vs))]])
+    return gradcheck(first_order, xs + vs, eps, atol, rtol, seed, raise_exception)
 
 
 def finite_differences(fn: Callable[..., Any], inputs: Sequence[Any], eps: float = 1e-6,

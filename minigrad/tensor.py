@@ -123,8 +123,16 @@ class Tensor:
     @property
     def grad(self) -> Tensor | None:
         """d(loss)/d(self): None, or a Tensor of this tensor's shape and dtype (it shares the
-        gradient's memory: `x.grad.zero_()` zeroes it)."""
-        return None if self._grad is None else Tensor._make(self._grad, None)
+        gradient's memory: `x.grad.zero_()` zeroes it). After backward(create_graph=True) it is
+        the gradient's own graph, which can be differentiated again."""
+        g = self._grad
+        if g is None:
+            return None
+        if autograd.graph_grads:
+            t = autograd.graph_grads.get(id(self))
+            if t is not None and t._data is g:
+                return t
+        return Tensor._make(g, None)
 
     @grad.setter
     def grad(self, value: Any) -> None:
@@ -222,7 +230,8 @@ class Tensor:
             gradient: d(loss)/d(self), needed when self is not a scalar (the upstream
                 gradient of a vector-Jacobian product).
             retain_graph: keep saved arrays so that backward can run through the graph again.
-            create_graph: must be False (minigrad's backward is first order).
+            create_graph: make each gradient a Tensor with a graph of its own, so that it can
+                be differentiated again (higher-order gradients); the graph is kept.
             inputs: only these tensors' `.grad` accumulate (torch.autograd.backward's inputs).
         """
         if not self.requires_grad:
@@ -337,6 +346,12 @@ class Tensor:
         return int(self.item())
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if self.requires_grad and grad_mode.get(grad_mode.DEFAULT).graph_backward:
+            raise RuntimeError(
+                "backward(create_graph=True): a numpy function was given a tensor that requires grad "
+                "inside an op's backward, which would cut the graph of the gradient; use the Tensor "
+                "method (x.exp()) or minigrad.ops.either"
+            )
         return self._data if dtype is None else self._data.astype(dtype)
 
     # ------------------------------------------------------------------ operands and in-place updates

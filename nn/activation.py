@@ -98,6 +98,13 @@ class GELUOp(Function):
     """
 
     @staticmethod
+    def reference(ctx, x):
+        """The composition this kernel computes, for backward(create_graph=True)."""
+        if ctx.approximate == "tanh":
+            return 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())
+        return x * (0.5 * (1 + (x * math.sqrt(0.5)).erf()))
+
+    @staticmethod
     def forward(ctx, x, *, approximate="none"):
         ctx.approximate, ctx.dtype = approximate, x.dtype
         x = widened(x)

@@ -127,6 +127,17 @@ class LayerNormOp(Function):
     """
 
     @staticmethod
+    def reference(ctx, x, weight=None, bias=None):
+        """The composition this kernel computes, for backward(create_graph=True): the mean and
+        the biased variance over the last `ndim` axes, then the affine map."""
+        dims = tuple(range(-ctx.ndim, 0))
+        d = x - x.mean(dims, keepdim=True)
+        y = d / ((d * d).mean(dims, keepdim=True) + ctx.eps).sqrt()
+        if weight is not None:
+            y = y * weight
+        return y if bias is None else y + bias
+
+    @staticmethod
     def forward(ctx, x, weight=None, bias=None, *, ndim=1, eps=1e-5):
         # Work on a (rows, features) view: every reduction is then along one contiguous axis.
         features = math.prod(x.shape[x.ndim - ndim:])
@@ -146,7 +157,7 @@ class LayerNormOp(Function):
             if b is not None:
                 y[r] += b
         ctx.save_for_backward(x_hat, rstd, weight)
-        ctx.shape, ctx.dtype = x.shape, x.dtype
+        ctx.shape, ctx.dtype, ctx.ndim, ctx.eps = x.shape, x.dtype, ndim, eps
         return narrowed(y, out_dtype).reshape(x.shape)
 
     @staticmethod

@@ -30,11 +30,20 @@ def _index(index: Any, device: torch.device) -> Any:
     return tuple(out) if isinstance(index, tuple) else out[0]
 
 
+def _put_at(g: torch.Tensor, *, index: Any, shape: Any) -> torch.Tensor:
+    """Zeros with g added at index: the adjoint of x[index], as torch's own backward of it
+    computes it (so repeated indices accumulate), differentiable in g."""
+    with torch.enable_grad():
+        z = torch.zeros(tuple(shape), dtype=g.dtype, device=g.device, requires_grad=True)
+        return torch.autograd.grad(z[_index(index, g.device)], z, g, create_graph=True)[0]
+
+
 SHAPE_TWINS: dict[type[Function], Callable[..., torch.Tensor]] = {
     shape.Reshape: lambda x, *, shape: x.reshape(shape),
     shape.Permute: lambda x, *, dims: torch.permute(x, tuple(dims)),
     shape.Expand: lambda x, *, shape: torch.broadcast_to(x, tuple(shape)),
     shape.GetItem: lambda x, *, index: x[_index(index, x.device)],
+    shape.PutAt: _put_at,
     shape.Cat: lambda *xs, dim=0: torch.cat(xs, dim),
     shape.Stack: lambda *xs, dim=0: torch.stack(xs, dim),
 }

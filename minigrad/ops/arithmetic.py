@@ -15,6 +15,7 @@ import numpy as np
 from ..autograd import Function
 from ..creation import as_tensor
 from ..tensor import Tensor
+from . import either
 from .promotion import promote, true_div_operands  # (the one dtype rule)
 from .rounding import RoundedDivide
 from .table import function, method, op
@@ -24,6 +25,8 @@ from .table import function, method, op
 
 class Add(Function):
     """z = a + b        da = g,  db = g"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, a, b):
@@ -49,6 +52,8 @@ def __radd__(self, other: Any) -> Tensor:
 class Sub(Function):
     """z = a - b        da = g,  db = -g"""
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, a, b):
         if a.dtype is not b.dtype:  # mixed dtypes: PyTorch's rule, see promotion.py
@@ -72,6 +77,8 @@ def __rsub__(self, other: Any) -> Tensor:
 
 class Mul(Function):
     """z = a * b        da = g * b,  db = g * a"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, a, b):
@@ -100,6 +107,8 @@ def __rmul__(self, other: Any) -> Tensor:
 class Div(Function):
     """z = a / b        da = g / b,  db = -g * a / b**2 = -g * z / b"""
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, a, b):
         if a.dtype is not b.dtype or a.dtype.kind in "iub":
@@ -127,6 +136,8 @@ def __rtruediv__(self, other: Any) -> Tensor:
 
 class Neg(Function):
     """z = -x           dx = -g"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x):
@@ -163,6 +174,8 @@ class Pow(Function):
     rules meet 0 * inf; as in PyTorch, da = 0 where b = 0 and db = 0 where b >= 0.
     """
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, a, b):
         if a.dtype is not b.dtype:  # mixed dtypes: PyTorch's rule, see promotion.py
@@ -176,17 +189,18 @@ class Pow(Function):
     def backward(ctx, g):
         a, b, z = ctx.saved
         zero = np.zeros((), dtype=g.dtype)
+        av, bv = either.values(a), either.values(b)
         da = db = None
         if ctx.needs_input_grad[0]:
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                da = g * b * power(a, b - 1)
-            if not b.all():  # a**0 is the constant 1, even at a = 0 (or tiny a, where a**-1 overflows)
-                da = np.where(b == 0, zero, da)
+                da = g * b * (power(a, b - 1) if type(a) is np.ndarray else a ** (b - 1))
+            if not bv.all():  # a**0 is the constant 1, even at a = 0 (or tiny a, where a**-1 overflows)
+                da = either.where(bv == 0, zero, da)
         if ctx.needs_input_grad[1]:
             with np.errstate(divide="ignore", invalid="ignore"):
-                db = g * z * np.log(a)
-            if not a.all():
-                db = np.where((a == 0) & (b >= 0), zero, db)
+                db = g * z * either.log(a)
+            if not av.all():
+                db = either.where((av == 0) & (bv >= 0), zero, db)
         return da, db
 
 

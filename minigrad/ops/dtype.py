@@ -12,6 +12,7 @@ import numpy as np
 from ..autograd import Function
 from ..device import check_device, is_device
 from ..tensor import Tensor
+from . import either
 from .table import function, method, op
 
 # PyTorch's legacy type names (torch.FloatTensor, ...) of the numpy dtypes minigrad can hold.
@@ -49,6 +50,8 @@ class Cast(Function):
     Values past the new dtype's range become inf (or wrap, for integers) as numpy's astype
     makes them, silently, as in PyTorch: numpy would warn of the overflow."""
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x, *, dtype):
         ctx.in_dtype = x.dtype
@@ -58,7 +61,7 @@ class Cast(Function):
     @staticmethod
     def backward(ctx, g):
         with np.errstate(over="ignore", invalid="ignore"):
-            return g.astype(ctx.in_dtype)
+            return either.astype(g, ctx.in_dtype)
 
 
 @method

@@ -19,6 +19,7 @@ from ..autograd import Function
 from ..creation import as_tensor
 from ..errors import RangeError, ShapeError
 from ..tensor import Tensor
+from . import either
 from .arguments import check_index, index_array, one_axis
 from .promotion import promote, result_type
 from .shape import _ints_first, _to_index
@@ -530,6 +531,8 @@ def __setitem__(self, index: Any, value: Any) -> None:
 class Where(Function):
     """z = where(cond, a, b)     da = g * cond,  db = g * ~cond   (cond carries no gradient)"""
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, cond, a, b):
         cond = cond.astype(bool, copy=False)
@@ -540,8 +543,9 @@ class Where(Function):
     def backward(ctx, g):
         (cond,) = ctx.saved
         zero = np.zeros((), dtype=g.dtype)
-        da = np.where(cond, g, zero) if ctx.needs_input_grad[1] else None
-        db = np.where(cond, zero, g) if ctx.needs_input_grad[2] else None
+        cond = either.values(cond)
+        da = either.where(cond, g, zero) if ctx.needs_input_grad[1] else None
+        db = either.where(cond, zero, g) if ctx.needs_input_grad[2] else None
         return None, da, db
 
 
@@ -573,6 +577,8 @@ class MaskedFill(Function):
     v is a number (the keyword `value`, no gradient) or a 0-d array input (`fill`).
     """
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x, mask, fill=None, *, value=None):
         mask = mask.astype(bool, copy=False)
@@ -582,13 +588,13 @@ class MaskedFill(Function):
 
     @staticmethod
     def backward(ctx, g):
-        (mask,) = ctx.saved
+        mask = either.values(ctx.saved[0])
         needs = ctx.needs_input_grad
         zero = np.zeros((), dtype=g.dtype)
-        dx = np.where(mask, zero, g) if needs[0] else None
+        dx = either.where(mask, zero, g) if needs[0] else None
         if len(needs) == 2:
             return dx, None
-        return dx, None, (np.where(mask, g, zero).sum() if needs[2] else None)
+        return dx, None, (either.where(mask, g, zero).sum() if needs[2] else None)
 
 
 @op(inplace=True)

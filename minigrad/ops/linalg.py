@@ -11,6 +11,7 @@ from ..autograd import Function
 from ..creation import as_tensor
 from ..errors import ShapeError
 from ..tensor import Tensor
+from . import either
 from .promotion import category, promote
 from .table import function, method, op
 
@@ -25,6 +26,8 @@ class MatMul(Function):
     As in numpy, a 1-D `a` is a row vector and a 1-D `b` a column vector, and leading
     (batch) axes broadcast; the engine sums the gradient back over broadcast batch axes.
     """
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, a, b):
@@ -45,9 +48,9 @@ class MatMul(Function):
         b2 = b[:, None] if b.ndim == 1 else b
         g2 = g
         if a.ndim == 1:
-            g2 = np.expand_dims(g2, -2)
+            g2 = either.expand_dims(g2, (-2,))
         if b.ndim == 1:
-            g2 = np.expand_dims(g2, -1)
+            g2 = either.expand_dims(g2, (-1,))
         da = db = None
         if needs[0]:
             da = g2 @ _T(b2)

@@ -16,6 +16,7 @@ import numpy as np
 from ..autograd import Function
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
+from . import either
 from . import erf as erf_kernels
 from .indexing import Where
 from .promotion import promote, result_type, true_div_operands
@@ -28,6 +29,8 @@ _LN2, _LN10, _TWO_OVER_SQRT_PI = math.log(2.0), math.log(10.0), 2.0 / math.sqrt(
 
 class Exp(Function):
     """z = exp(x)        dx = g * z   (reuse the output, don't recompute exp)"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x):
@@ -49,6 +52,8 @@ def exp(self) -> Tensor:
 class Log(Function):
     """z = log(x)        dx = g / x   (log(0) = -inf, log of a negative number = nan)"""
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -69,6 +74,8 @@ def log(self) -> Tensor:
 
 class Sqrt(Function):
     """z = sqrt(x)       dx = g / (2 z)   (infinite at x = 0, like PyTorch)"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x):
@@ -92,6 +99,8 @@ def sqrt(self) -> Tensor:
 class Abs(Function):
     """z = |x|           dx = g * sign(x)   (0 at x = 0)"""
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -100,7 +109,7 @@ class Abs(Function):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved
-        return g * np.sign(x)
+        return g * either.sign(x)
 
 
 @op(inplace=True, inplace_function=True)
@@ -113,6 +122,8 @@ method(abs, name="__abs__")  # abs(x)
 
 class TanhOp(Function):
     """z = tanh(x)       dx = g * (1 - z**2)"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x):
@@ -140,12 +151,20 @@ class SigmoidOp(Function):
     is 2.06e-9, not the 0 that z * (1 - z) gives once z rounds to 1).
     """
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x):
         e = np.exp(-np.abs(x))
         s = 1 / (1 + e)
         ctx.save_for_backward(e, s)
         return np.where(x >= 0, s, e * s)
+
+    @staticmethod
+    def graph_saved(ctx, x, z):
+        """(e, s) as tensors of the graph, for backward(create_graph=True)."""
+        e = (-x.abs()).exp()
+        return e, 1 / (1 + e)
 
     @staticmethod
     def backward(ctx, g):
@@ -160,6 +179,8 @@ def sigmoid(self) -> Tensor:
 
 class ReLUOp(Function):
     """z = max(x, 0)     dx = g * (x > 0)"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x):
@@ -308,6 +329,8 @@ def clamp(self, min: float | Tensor | None = None, max: float | Tensor | None = 
 class Sin(Function):
     """z = sin(x)        dx = g * cos(x)"""
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -318,7 +341,7 @@ class Sin(Function):
     def backward(ctx, g):
         (x,) = ctx.saved
         with np.errstate(invalid="ignore"):
-            return g * np.cos(x)
+            return g * either.cos(x)
 
 
 @op(inplace=True, inplace_function=True)
@@ -328,6 +351,8 @@ def sin(self) -> Tensor:
 
 class Cos(Function):
     """z = cos(x)        dx = -g * sin(x)"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x):
@@ -339,7 +364,7 @@ class Cos(Function):
     def backward(ctx, g):
         (x,) = ctx.saved
         with np.errstate(invalid="ignore"):
-            return -g * np.sin(x)
+            return -g * either.sin(x)
 
 
 @op(inplace=True, inplace_function=True)
@@ -571,6 +596,8 @@ class Erf(Function):
     The kernel is ops/erf.py (fdlibm's, computed in float64, returned in x's dtype).
     """
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -580,7 +607,7 @@ class Erf(Function):
     def backward(ctx, g):
         (x,) = ctx.saved
         with np.errstate(over="ignore"):
-            return g * (_TWO_OVER_SQRT_PI * np.exp(-(x * x)))
+            return g * (_TWO_OVER_SQRT_PI * either.exp(-(x * x)))
 
 
 @op(inplace=True, inplace_function=True)

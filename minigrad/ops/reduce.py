@@ -20,6 +20,7 @@ from ..autograd import Function
 from ..creation import as_tensor
 from ..errors import RangeError, ShapeError
 from ..tensor import Tensor
+from . import either
 from .arguments import Dim, normalize_dims, one_axis
 from .logic import bools
 from .ordering import GatherSorted
@@ -94,11 +95,13 @@ def scale_of(a: np.ndarray, axes: tuple[int, ...] | None) -> np.ndarray:
 
 def _keep(g: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> np.ndarray:
     """Put back the reduced axes (size 1) so that g broadcasts against the input."""
-    return g if keepdim else np.expand_dims(g, axes)
+    return g if keepdim else either.expand_dims(g, axes)
 
 
 class Sum(Function):
     """z = sum_i x_i over dim       dx = g broadcast back over the summed axes"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x, *, dim=None, keepdim=False):
@@ -109,7 +112,7 @@ class Sum(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return np.broadcast_to(_keep(g, ctx.axes, ctx.keepdim), ctx.shape)
+        return either.broadcast_to(_keep(g, ctx.axes, ctx.keepdim), ctx.shape)
 
 
 @op
@@ -119,6 +122,8 @@ def sum(self, dim: Dim = None, keepdim: bool = False) -> Tensor:
 
 class Mean(Function):
     """z = sum_i x_i / n over dim       dx = g / n broadcast back (n = number averaged)"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x, *, dim=None, keepdim=False):
@@ -130,7 +135,7 @@ class Mean(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return np.broadcast_to(_keep(g, ctx.axes, ctx.keepdim) / ctx.n, ctx.shape)
+        return either.broadcast_to(_keep(g, ctx.axes, ctx.keepdim) / ctx.n, ctx.shape)
 
 
 @op
@@ -407,6 +412,13 @@ class SoftmaxOp(Function):
     """
 
     @staticmethod
+    def reference(ctx, x):
+        """The composition this kernel computes, for backward(create_graph=True): exp of x
+        shifted by its (constant) row maximum, over its sum."""
+        e = (x - x.detach().amax(ctx.axis, keepdim=True)).exp()
+        return e / e.sum(ctx.axis, keepdim=True)
+
+    @staticmethod
     def forward(ctx, x, *, dim=-1):
         axis = normalize_dims(dim, x.ndim, "softmax")
         ctx.dtype, x = x.dtype, widened(x)
@@ -436,6 +448,12 @@ def softmax_form(input: Any, dim: int) -> Tensor:
 
 class LogSoftmaxOp(Function):
     """y_i = x_i - logsumexp(x) along dim      dx = g - exp(y) * sum_j g_j"""
+
+    @staticmethod
+    def reference(ctx, x):
+        """The composition this kernel computes, for backward(create_graph=True)."""
+        shifted = x - x.detach().amax(ctx.axis, keepdim=True)
+        return shifted - shifted.exp().sum(ctx.axis, keepdim=True).log()
 
     @staticmethod
     def forward(ctx, x, *, dim=-1):

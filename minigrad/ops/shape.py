@@ -13,6 +13,7 @@ from ..autograd import Function
 from ..creation import as_tensor
 from ..errors import ShapeError
 from ..tensor import Tensor
+from . import either
 from .arguments import Dim, check_index, index_array, normalize_dims, one_axis
 from .dtype import Cast
 from .promotion import promote
@@ -93,6 +94,8 @@ def _to_index(index: Any, top: bool = True) -> Any:
 class Reshape(Function):
     """z = x viewed with a new shape       dx = g reshaped to x's shape"""
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x, *, shape):
         ctx.in_shape = x.shape
@@ -123,6 +126,8 @@ def reshape_form(input: Any, shape: Any) -> Tensor:
 class Permute(Function):
     """z = x with its axes reordered by dims       dx = g with the inverse order"""
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x, *, dims):
         n = x.ndim
@@ -133,7 +138,7 @@ class Permute(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return g.transpose(np.argsort([d % g.ndim for d in ctx.dims]))
+        return either.permute(g, np.argsort([d % g.ndim for d in ctx.dims]))
 
 
 @method
@@ -151,6 +156,8 @@ def permute_form(input: Any, dims: Any) -> Tensor:
 
 class Expand(Function):
     """z = x broadcast to shape       dx = g summed over the broadcast axes (done by the engine)"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x, *, shape):
@@ -181,6 +188,8 @@ class GetItem(Function):
     Integer-array indices may repeat an element; np.add.at accumulates every copy.
     """
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x, *, index):
         ctx.index, ctx.shape = index, x.shape
@@ -191,12 +200,35 @@ class GetItem(Function):
 
     @staticmethod
     def backward(ctx, g):
-        dx = np.zeros(ctx.shape, dtype=g.dtype)
-        if _has_int_array(ctx.index):
-            np.add.at(dx, ctx.index, g)
-        else:  # slices, ints, None, Ellipsis, boolean masks: every element appears once
-            dx[ctx.index] = g
-        return dx
+        if type(g) is np.ndarray:
+            return _put_at(g, ctx.index, ctx.shape)
+        return PutAt.apply(g, index=ctx.index, shape=ctx.shape)
+
+
+def _put_at(g: np.ndarray, index: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """Zeros of `shape` with g added at index: the adjoint of x[index]."""
+    dx = np.zeros(shape, dtype=g.dtype)
+    if _has_int_array(index):
+        np.add.at(dx, index, g)
+    else:  # slices, ints, None, Ellipsis, boolean masks: every element appears once
+        dx[index] = g
+    return dx
+
+
+class PutAt(Function):
+    """z = zeros(shape) with g added at index (GetItem's backward, as an op, for
+    create_graph)       dg = gz[index]"""
+
+    differentiable_backward = True  # see graph_backward.py
+
+    @staticmethod
+    def forward(ctx, g, *, index, shape):
+        ctx.index = index
+        return _put_at(g, index, shape)
+
+    @staticmethod
+    def backward(ctx, gz):
+        return gz[ctx.index]
 
 
 @method
@@ -230,6 +262,8 @@ def _check_dim(op: str, dim: int, ndim: int, shape: tuple[int, ...]) -> None:
 class Cat(Function):
     """z = concatenate(x_1, ..., x_n) along dim       dx_k = the slice of g where x_k went"""
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, *xs, dim=0):
         _check_dim("cat", dim, xs[0].ndim, xs[0].shape)
@@ -245,7 +279,7 @@ class Cat(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return tuple(np.split(g, ctx.bounds, axis=ctx.dim))
+        return either.split(g, ctx.bounds, ctx.dim)
 
 
 @op
@@ -272,6 +306,8 @@ def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = N
 class Stack(Function):
     """z = stack(x_1, ..., x_n) along a new axis dim       dx_k = g[..., k, ...] at that axis"""
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, *xs, dim=0):
         _check_dim("stack", dim, xs[0].ndim + 1, xs[0].shape)  # the new axis may also go last
@@ -286,7 +322,7 @@ class Stack(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return tuple(np.moveaxis(g, ctx.dim, 0))
+        return tuple(either.moveaxis(g, ctx.dim, 0))
 
 
 @function

@@ -23,7 +23,7 @@ KINDS_WITH_FUNCTIONS = [k for k in ops.KINDS if any(
 
 def test_each_kind_is_one_module_and_has_its_tests_and_torch_twins_under_its_name():
     modules = {p.stem for p in (ROOT / "minigrad" / "ops").glob("*.py")} - {"__init__"}
-    assert modules - set(ops.KINDS) == {"table", "arguments", "promotion", "erf"}  # the helpers
+    assert modules - set(ops.KINDS) == {"table", "arguments", "promotion", "erf", "either"}  # the helpers
     for kind in ops.KINDS:
         assert (ROOT / "tests" / "core" / f"test_ops_{kind}.py").exists(), kind
         assert f"{kind}.py" in ops.__doc__, f"ops/__init__.py does not list {kind}"
