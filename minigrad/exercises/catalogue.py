@@ -17,6 +17,7 @@ ORDER = [
     "mul_broadcast", "matmul_backward", "backprop_engine", "reductions", "softmax_backward",
     "cross_entropy", "layer_norm_backward", "linear_layer", "attention_forward", "attention_backward",
     "multi_head", "positional_encoding", "additive_attention", "encoder_layer", "conv2d_backward",
+    "double_backward",
 ]
 
 

@@ -5,7 +5,7 @@ title, the tasks that can give it, and a one-paragraph hint: the symptom, the li
 look at, never the fix. `minigrad exercise list --codes` prints the catalogue, and a check's
 `Fail(..., diagnosis=[code])` may only name a code listed here (a test holds the grader to it).
 The entries live beside their family of tasks (diagnoses_core.py, diagnoses_attention.py,
-diagnoses_softmax.py, diagnoses_layers.py); this module gathers them.
+diagnoses_softmax.py, diagnoses_layers.py, diagnoses_higher_order.py); this module gathers them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 GRADIENT_TASKS = (
     "mul_broadcast", "matmul_backward", "reductions", "softmax_backward", "cross_entropy",
     "layer_norm_backward", "linear_layer", "attention_forward", "attention_backward", "multi_head",
-    "additive_attention", "encoder_layer", "conv2d_backward",
+    "additive_attention", "encoder_layer", "conv2d_backward", "double_backward",
 )
 
 
@@ -32,10 +32,17 @@ class Diagnosis:
 
 
 def _gather() -> dict[str, Diagnosis]:
-    from . import diagnoses_attention, diagnoses_core, diagnoses_layers, diagnoses_softmax
+    from . import (
+        diagnoses_attention,
+        diagnoses_core,
+        diagnoses_higher_order,
+        diagnoses_layers,
+        diagnoses_softmax,
+    )
 
     out: dict[str, Diagnosis] = {}
-    for module in (diagnoses_core, diagnoses_attention, diagnoses_softmax, diagnoses_layers):
+    for module in (diagnoses_core, diagnoses_attention, diagnoses_softmax, diagnoses_layers,
+                   diagnoses_higher_order):
         for d in module.ENTRIES:
             if d.code in out:
                 raise ValueError(f"diagnosis {d.code!r} is listed twice ({module.__name__})")

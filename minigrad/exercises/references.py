@@ -14,6 +14,7 @@ from minigrad.nn.linear import LinearOp
 from minigrad.nn.normalization import LayerNormOp
 from minigrad.ops.arithmetic import Div, Mul
 from minigrad.ops.linalg import MatMul
+from minigrad.ops.pointwise import SigmoidOp
 from minigrad.ops.reduce import Max, Mean, SoftmaxOp, Sum
 from minigrad.tensor import Tensor
 
@@ -59,6 +60,11 @@ def reduce_mean(x: Tensor, dim: int, keepdim: bool = False) -> Tensor:
 
 def reduce_max(x: Tensor, dim: int, keepdim: bool = False) -> Tensor:
     return Max.apply(x, dim=dim, keepdim=keepdim)
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    """1 / (1 + exp(-x)) (minigrad.ops.pointwise.SigmoidOp, whose backward is differentiable)."""
+    return SigmoidOp.apply(x)
 
 
 def cross_entropy(x: Tensor, t: Tensor) -> Tensor:
