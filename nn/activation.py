@@ -22,6 +22,7 @@ import numpy as np
 from minigrad import Tensor, where
 from minigrad.autograd import Function
 from minigrad.errors import ShapeError
+from minigrad.ops import either
 from minigrad.ops.erf import erf, erf_float32
 from minigrad.ops.reduce import LogSoftmaxOp, SoftmaxOp, narrowed, widened
 from minigrad.random import generator
@@ -186,6 +187,11 @@ def _sigmoid(u: np.ndarray) -> np.ndarray:
     return np.where(u >= 0, 1 / (1 + e), e / (1 + e))
 
 
+def _sigmoid_of(u: Any) -> Any:
+    """`_sigmoid` of an array, the core's sigmoid op of a Tensor (for create_graph)."""
+    return u.sigmoid() if isinstance(u, Tensor) else _sigmoid(u)
+
+
 class SoftplusOp(Function):
     """z = log(1 + exp(beta * x)) / beta, and z = x where beta * x > threshold
     dx = g * sigmoid(beta * x), and dx = g where beta * x > threshold
@@ -193,20 +199,32 @@ class SoftplusOp(Function):
     Computed as (max(u, 0) + log1p(exp(-|u|))) / beta with u = beta * x: exp never overflows,
     and log1p keeps the tail exact (softplus(-20) is 2.06e-9, not 0). threshold=inf gives
     the exact function everywhere (logsigmoid and binary_cross_entropy_with_logits use it).
+    The second derivative is g * beta * sigmoid(u) (1 - sigmoid(u)) below the threshold, 0 from
+    it on (at u = threshold too, as torch's: its first derivative takes the smooth branch there,
+    its second derivative the other).
     """
+
+    differentiable_backward = True  # see graph_backward.py
+
+    @staticmethod
+    def graph_saved(ctx, x, out):
+        """u = beta * x, the intermediate forward saved, as a Tensor of the graph (a constant at
+        u = threshold, whose derivative torch takes as 0)."""
+        u = x * x.dtype.type(ctx.beta)
+        return (where(u._data < ctx.threshold, u, u.detach()),)
 
     @staticmethod
     def forward(ctx, x, *, beta=1.0, threshold=20.0):
         u = x * x.dtype.type(beta)
         ctx.save_for_backward(u)
-        ctx.threshold = threshold
+        ctx.threshold, ctx.beta = threshold, beta
         smooth = (np.maximum(u, 0) + np.log1p(np.exp(-np.abs(u)))) / x.dtype.type(beta)
         return np.where(u > threshold, x, smooth).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, g):
         (u,) = ctx.saved
-        return np.where(u > ctx.threshold, g, g * _sigmoid(u)).astype(g.dtype, copy=False)
+        return either.astype(either.where(either.values(u) > ctx.threshold, g, g * _sigmoid_of(u)), g.dtype)
 
 
 class ELUOp(Function):
@@ -217,7 +235,18 @@ class ELUOp(Function):
     input_scale = 1 / alpha (the factors of 1 are exact, so elu's values are those of
     alpha * expm1(x)). expm1 keeps small negative x exact (exp(x) - 1 loses every digit below
     1e-8); exp is taken of min(x, 0), so a large positive x never overflows in the unused branch.
+    The second derivative is g * scale * alpha * input_scale^2 * exp(input_scale * x) for
+    x < 0, and 0 for x >= 0 (at 0 too, as torch's: its first derivative takes the exp branch
+    there, its second derivative the other).
     """
+
+    differentiable_backward = True  # see graph_backward.py
+
+    @staticmethod
+    def graph_saved(ctx, x, out):
+        """x and min(x, 0) * input_scale, the intermediate forward saved, as Tensors of the graph
+        (the constant 0 at x = 0, whose derivative torch takes as 0)."""
+        return x, where(x._data < 0, x, 0.0) * x.dtype.type(ctx.input_scale)
 
     @staticmethod
     def forward(ctx, x, *, alpha=1.0, scale=1.0, input_scale=1.0):
@@ -232,8 +261,8 @@ class ELUOp(Function):
         x, neg = ctx.saved
         t = g.dtype.type
         pos = g if ctx.scale == 1 else g * t(ctx.scale)
-        neg_grad = g * t(ctx.alpha * ctx.scale * ctx.input_scale) * np.exp(neg)
-        return np.where(x > 0, pos, neg_grad).astype(g.dtype, copy=False)
+        neg_grad = g * t(ctx.alpha * ctx.scale * ctx.input_scale) * either.exp(neg)
+        return either.astype(either.where(either.values(x) > 0, pos, neg_grad), g.dtype)
 
 
 # ----------------------------------------------------------------------------- activations

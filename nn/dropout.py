@@ -18,8 +18,16 @@ class DropoutOp(Function):
 
     The mask comes from the global generator (see `minigrad.manual_seed`) and is kept for
     backward. Scaling by 1 / (1 - p) at training time keeps E[y] = x, so evaluation needs
-    no rescaling.
+    no rescaling. The mask is a constant of the graph: the backward is linear in g, and its
+    second derivative with respect to x is 0.
     """
+
+    differentiable_backward = True  # see graph_backward.py
+
+    @staticmethod
+    def graph_saved(ctx, x, out):
+        """The multipliers m / (1 - p) forward drew, as a constant Tensor (no gradient)."""
+        return (Tensor._make(ctx.saved[0], None),)
 
     @staticmethod
     def forward(ctx, x, *, p=0.5):

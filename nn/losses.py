@@ -133,8 +133,15 @@ class BinaryCrossEntropy(Function):
 
     The clamps are PyTorch's: p = 0 or 1 gives a loss of at most 100 instead of inf, and a
     gradient dp bounded by 1e12 instead of inf or NaN. dy is PyTorch's too, unclamped (inf
-    at p = 0 or 1).
+    at p = 0 or 1). Second derivatives are those of these formulas, the clamped denominator
+    a constant where the clamp holds.
     """
+
+    differentiable_backward = True  # see graph_backward.py
+
+    @staticmethod
+    def graph_saved(ctx, p, y, out):
+        return _bce_graph_saved(ctx, p, y)
 
     @staticmethod
     def forward(ctx, p, y):
@@ -157,15 +164,31 @@ def _bce_forward(ctx, p: np.ndarray, y: np.ndarray) -> np.ndarray:
     return -(y * np.maximum(log_p, floor) + (1 - y) * np.maximum(log_q, floor))
 
 
+def _bce_graph_saved(ctx, p: Tensor, y: Tensor) -> tuple:
+    """What `_bce_forward` saved (p, y in the dtype it computed in, log p and log(1 - p)) as
+    Tensors of the graph, for backward(create_graph=True). p is the first input (BCE) or the
+    sigmoid of it (SigmoidBinaryCrossEntropy, whose first input is the logits)."""
+    dtype = ctx.saved[0].dtype
+    p, y = (t if t.dtype == dtype else t.to(dtype) for t in (p, y))
+    return p, y, p.log(), (1 - p).log()
+
+
+def _clamp_below(x, floor):
+    """max(x, floor) (np.maximum on arrays); on Tensors floor is a constant where it holds."""
+    if isinstance(x, Tensor):
+        return where(x._data >= floor, x, floor)
+    return np.maximum(x, floor)
+
+
 def _bce_backward(ctx, g: np.ndarray, through_sigmoid: bool) -> tuple[np.ndarray | None, ...]:
     """(d first input, dy): dp = g (p - y) / max(p (1 - p), 1e-12), PyTorch's bound (a float32
     constant in either dtype); through_sigmoid multiplies it by the sigmoid's (1 - p) p, giving
-    the logits' gradient."""
+    the logits' gradient. Written for arrays and Tensors alike (create_graph)."""
     p, y, log_p, log_q = ctx.saved
     first, dy = ctx.needs_input_grad
     d = None
     if first:
-        d = g * (p - y) / np.maximum(p * (1 - p), p.dtype.type(np.float32(1e-12)))
+        d = g * (p - y) / _clamp_below(p * (1 - p), p.dtype.type(np.float32(1e-12)))
         if through_sigmoid:
             d = d * (1 - p) * p
     return d, (g * (log_q - log_p) if dy else None)
@@ -183,8 +206,15 @@ class SigmoidBinaryCrossEntropy(Function):
     rounded to 1, or a tail below 1e-12) dx goes to 0 with the clamped, flat loss. Chaining
     BCE's dp into minigrad's exact sigmoid derivative instead would divide a rounded 1 - p by
     an exact one: float32 x = 17, y = 0 gave 41399 (p rounds to 1, so dp = 1e12), x = 15 was
-    15% off.
+    15% off. Under create_graph p is recomputed as x's sigmoid, so that dx is differentiated
+    through it.
     """
+
+    differentiable_backward = True  # see graph_backward.py
+
+    @staticmethod
+    def graph_saved(ctx, x, y, out):
+        return _bce_graph_saved(ctx, x.sigmoid(), y)
 
     @staticmethod
     def forward(ctx, x, y, p):

@@ -13,6 +13,10 @@ requires grad passes through a `BackwardHookTap` hanging from one `BackwardHookG
 them, so the gate's backward runs after every tap the backward pass reaches and sees all the
 input gradients at once (an unreached input's is None); the gate calls the hooks and hands the
 gradients, replaced or not, on to the inputs.
+
+Under backward(create_graph=True) the taps pass the gradients through as the Tensors of the
+graph they are: the hooks see them (as torch's do), and what a hook returns computed from them
+with Tensor ops stays in the graph, so the gradients can be differentiated again.
 """
 
 from __future__ import annotations
@@ -112,8 +116,8 @@ class _BackwardCatch:
             return tapped[0]
         return type(result)(tapped) if isinstance(result, (tuple, list)) and outs else result
 
-    def output_grad(self, index: int, g: np.ndarray) -> None:
-        self.grad_outputs[index] = Tensor._make(g, None)
+    def output_grad(self, index: int, g: Any) -> None:
+        self.grad_outputs[index] = _as_tensor(g)
         self.outputs_seen += 1
         if not self.positions and self.outputs_seen == self.n_outputs:  # no input to wait for
             self.fire()
@@ -136,9 +140,19 @@ class _BackwardCatch:
         return grad_input
 
 
+def _as_tensor(g: Any) -> Tensor:
+    """The gradient a tap caught, as the hooks get it: a Tensor (first order: of the array, with
+    no graph; under create_graph: the gradient itself, in its graph)."""
+    return g if isinstance(g, Tensor) else Tensor._make(g, None)
+
+
 class BackwardHookGate(Function):
     """A 0-d node over the inputs that require grad; every input's tap hangs from it, so its
-    backward comes after theirs: it calls the module's backward hooks and passes on d/d input."""
+    backward comes after theirs: it calls the module's backward hooks and passes on d/d input
+    (under create_graph the Tensors the hooks returned, so a Tensor op of theirs stays in the
+    graph; an array or a number is a constant)."""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx: Function, *arrays: np.ndarray, catch: _BackwardCatch) -> np.ndarray:
@@ -148,6 +162,9 @@ class BackwardHookGate(Function):
     @staticmethod
     def backward(ctx: Function, g: np.ndarray) -> tuple:
         grads = ctx.catch.fire()
+        if isinstance(g, Tensor):  # create_graph: the gradients as the hooks left them, in the graph
+            return tuple(None if grads[i] is None else _as_tensor(np.asarray(grads[i]))
+                         if not isinstance(grads[i], Tensor) else grads[i] for i in ctx.catch.positions)
         return tuple(None if grads[i] is None else np.asarray(getattr(grads[i], "_data", grads[i]))
                      for i in ctx.catch.positions)
 
@@ -155,6 +172,8 @@ class BackwardHookGate(Function):
 class BackwardHookTap(Function):
     """y = x for one input of the module: keeps d/d x for the gate, which passes it on to x
     (so the tap sends zero to the gate and nothing to x itself)."""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx: Function, gate: np.ndarray, x: np.ndarray, catch: _BackwardCatch,
@@ -164,12 +183,14 @@ class BackwardHookTap(Function):
 
     @staticmethod
     def backward(ctx: Function, g: np.ndarray) -> tuple:
-        ctx.catch.grad_inputs[ctx.index] = Tensor._make(g, None)
+        ctx.catch.grad_inputs[ctx.index] = _as_tensor(g)
         return np.zeros((), g.dtype), None
 
 
 class BackwardHookOutput(Function):
     """y = x for one output of the module: d/d x = d/d y, kept as that output's grad_output."""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx: Function, x: np.ndarray, catch: _BackwardCatch, index: int) -> np.ndarray:

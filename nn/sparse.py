@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from minigrad import Tensor
+from minigrad import Tensor, where
 from minigrad.autograd import Function
 
 from . import init
@@ -22,6 +22,17 @@ class EmbeddingOp(Function):
     A row used twice receives both gradients (np.add.at accumulates repeats); the row
     `padding_idx`, when given, receives none.
     """
+
+    @staticmethod
+    def reference(ctx, idx, weight):
+        """The composition this kernel computes, for backward(create_graph=True): the rows at
+        the ids (GetItem, whose backward is a scatter-add, differentiable again), the padding
+        row detached so that it gets no gradient of any order."""
+        if ctx.padding_idx is not None:
+            live = np.ones((weight.shape[0],) + (1,) * (weight.ndim - 1), dtype=bool)
+            live[ctx.padding_idx] = False
+            weight = where(live, weight, weight.detach())
+        return weight[idx._data]
 
     @staticmethod
     def forward(ctx, idx, weight, *, padding_idx=None):

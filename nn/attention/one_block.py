@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from minigrad import Function
+from minigrad import Function, Tensor, where
 from minigrad.runtime.parallel import run_spans
 
 from .helpers import _LOG2E, _T, Drawing, _dropout_keep, _with_column
@@ -259,6 +259,37 @@ def _max_total(dtype: np.dtype) -> float:
     return 2.0 ** (np.finfo(dtype).maxexp // 4)
 
 
+# ----------------------------------------------------------------------------- the composition
+
+
+def attention_composed(q, k, v, bias=None, allowed=None, *, scale: float, keep=None):
+    """`attention_forward`'s math as differentiable Tensor ops, the kernels' `reference` for
+    backward(create_graph=True): q, k, v (and bias) Tensors, `allowed` and the dropout
+    multipliers `keep` (those the forward drew) arrays or None.
+
+    The softmax subtracts the row max as a constant (the softmax does not depend on it) taken
+    as 0 in a row with nothing allowed, and divides by a row sum of 1 there: such a row gives
+    output 0 and gradients 0 of every order, as in the kernel, not NaN."""
+    s = (q @ k.transpose(-2, -1)) * scale
+    if bias is not None:
+        s = s + (bias if bias.dtype == s.dtype else bias.to(s.dtype))
+    if allowed is not None:
+        shape = np.broadcast_shapes(s.shape, allowed.shape)
+        if shape != s.shape:  # a mask with more leading axes than q and k
+            s = s.expand(shape)
+        s = s.masked_fill(~allowed, -math.inf)
+    if s.shape[-1]:
+        m = s._data.max(axis=-1, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0).astype(s.dtype, copy=False)
+        s = s - Tensor._make(m, None)
+    e = s.exp()
+    total = e.sum(-1, keepdim=True)
+    a = e / where(total._data == 0, 1.0, total)
+    if keep is not None:
+        a = a * Tensor._make(keep, None)
+    return a @ v
+
+
 # ----------------------------------------------------------------------------- the op
 
 
@@ -277,9 +308,15 @@ class Attention(Function):
         out, saved = attention_forward(q, k, v, bias, allowed, scale=scale, dropout_p=dropout_p,
                                        weights_out=weights_out)
         ctx.save_for_backward(*saved)
-        ctx.scale = scale
+        ctx.scale, ctx.allowed = scale, allowed
         ctx.drawing = Drawing.of(allowed, dropout_p=dropout_p, kernel=Attention)
         return out
+
+    @staticmethod
+    def reference(ctx, q, k, v, bias=None):
+        """The composition this kernel computes, for backward(create_graph=True), with the
+        dropout multipliers the forward drew (saved, so the mask is the same)."""
+        return attention_composed(q, k, v, bias, ctx.allowed, scale=ctx.scale, keep=ctx.saved[4])
 
     @staticmethod
     def backward(ctx, g):

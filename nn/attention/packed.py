@@ -16,7 +16,7 @@ from minigrad import Function
 from .cache import KVCache
 from .dispatch import use_tiled
 from .helpers import Drawing, _causal
-from .one_block import Attention, attention_backward, attention_forward
+from .one_block import Attention, attention_backward, attention_composed, attention_forward
 from .tiled import TiledAttention, tiled_backward, tiled_forward
 
 
@@ -95,9 +95,28 @@ class PackedAttention(Function):
                                            cache=cache)
         ctx.save_for_backward(*saved)
         ctx.tiles, ctx.heads, ctx.scale = tiles, heads, scale
+        ctx.allowed, ctx.causal, ctx.cached = allowed, causal, cache is not None
         ctx.drawing = Drawing.of(allowed, causal=causal, dropout_p=dropout_p,
                                  kernel=Attention if tiles is None else TiledAttention)
         return out
+
+    @staticmethod
+    def reference(ctx, qkv, bias=None):
+        """The composition this kernel computes, for backward(create_graph=True): the split into
+        heads, the one-block math (`attention_composed`, with the dropout multipliers the forward
+        drew) and the merge."""
+        if ctx.cached:
+            raise RuntimeError("backward(create_graph=True): PackedAttention with a KV cache has no "
+                               "higher-order gradients (the cache is written in place, so the keys and "
+                               "values it attended to are not inputs of the graph)")
+        B, T, E = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
+        parts = qkv.reshape(B, T, 3, ctx.heads, E // ctx.heads).permute(2, 0, 3, 1, 4)  # (3, B, H, T, D)
+        allowed = ctx.allowed
+        if ctx.causal:
+            allowed = _causal(T, T) if allowed is None else allowed & _causal(T, T)
+        keep = ctx.saved[4] if ctx.tiles is None else None  # the tiled kernel has no dropout
+        o = attention_composed(parts[0], parts[1], parts[2], bias, allowed, scale=ctx.scale, keep=keep)
+        return o.permute(0, 2, 1, 3).reshape(B, T, E)
 
     @staticmethod
     def backward(ctx, g):

@@ -17,7 +17,8 @@ import numpy as np
 from minigrad import Function
 from minigrad.runtime.parallel import run_spans
 
-from .helpers import _LOG2E, Drawing, _with_column
+from .helpers import _LOG2E, Drawing, _causal, _with_column
+from .one_block import attention_composed
 from .tiles import _Tiles
 
 # Default block sizes (queries, keys), chosen on one thread, D = 32, causal, (B, H) = (1, 4),
@@ -272,8 +273,20 @@ class TiledAttention(Function):
                                           block_q=block_q, block_k=block_k)
         ctx.save_for_backward(*saved)
         ctx.tiles, ctx.scale = tiles, scale
+        ctx.allowed, ctx.causal_offset = allowed, causal_offset
         ctx.drawing = Drawing(masked=allowed is not None or causal_offset is not None, kernel=TiledAttention)
         return out
+
+    @staticmethod
+    def reference(ctx, q, k, v, bias=None):
+        """The composition this kernel computes, for backward(create_graph=True): the one-block
+        math (`attention_composed`) with the causal diagonal as a mask. It holds the (Tq, Tk)
+        weights the kernel avoids: a second derivative of long sequences costs their memory."""
+        allowed = ctx.allowed
+        if ctx.causal_offset is not None:
+            causal = _causal(q.shape[-2], k.shape[-2], ctx.causal_offset)
+            allowed = causal if allowed is None else allowed & causal
+        return attention_composed(q, k, v, bias, allowed, scale=ctx.scale)
 
     @staticmethod
     def backward(ctx, g):
