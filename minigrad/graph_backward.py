@@ -161,7 +161,7 @@ def _through_reference(node: Function, g: Tensor) -> tuple:
     inputs = node.inputs
     with _grad_mode.enable_grad():
         y = type(node).reference(node, *inputs)
-    if y._node is None:
+    if not y.requires_grad:  # the result does not depend on any input that needs a gradient
         return tuple(None for _ in inputs)
     need = [t for t, n in zip(inputs, node.needs_input_grad) if n]
     stop = {id(t._node) for t in need if t._node is not None}

@@ -11,7 +11,7 @@ import numpy as np
 
 from minigrad import Tensor
 from minigrad.autograd import Function
-from minigrad.ops.reduce import narrowed, widened
+from minigrad.ops.reduce import accumulation_dtype, narrowed, widened
 
 
 def _channels(a: np.ndarray) -> np.ndarray:
@@ -80,9 +80,41 @@ class BatchNorm(Function):
     """
 
     @staticmethod
+    def reference(ctx, x, weight=None, bias=None):
+        """The composition this kernel computes, for backward(create_graph=True): as the kernel,
+        in the accumulation dtype, the channels shifted by their mean and, where the squares
+        overflowed, scaled by their max |x| (constants: x_hat is unchanged by either, so are
+        its derivatives), then the mean and biased variance over every axis but 1, and the
+        affine map."""
+        dims = (0,) + tuple(range(2, x.ndim))
+        per_channel = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+        x3 = widened(_channels(x._data))
+        mean, _, var = _centered(x3)
+        scale = np.ones_like(var)
+        big = ~np.isfinite(var)
+        if big.any():
+            big[big] = np.isfinite(x3[:, big]).all(axis=(0, 2))
+            scale[big] = np.abs(x3[:, big]).max(axis=(0, 2))
+        xs = _wide(x) - Tensor._make(mean.reshape(per_channel), None)
+        if big.any():
+            xs = xs / Tensor._make(scale.reshape(per_channel), None)
+        eps = np.square(np.sqrt(x3.dtype.type(ctx.eps)) / scale)  # eps / scale^2
+        if x3.shape[0] * x3.shape[2] == 0:
+            y = xs  # an empty batch: nothing to normalize (and no gradient to give)
+        else:
+            d = xs - xs.mean(dims, keepdim=True)
+            y = d / ((d * d).mean(dims, keepdim=True) + Tensor._make(eps.reshape(per_channel), None)).sqrt()
+        if weight is not None:
+            y = y * _wide(weight).reshape(per_channel)
+        if bias is not None:
+            y = y + _wide(bias).reshape(per_channel)
+        out_dtype = np.result_type(x._data, *(p._data for p in (weight, bias) if p is not None))
+        return y if y.dtype == out_dtype else y.to(out_dtype)
+
+    @staticmethod
     def forward(ctx, x, weight=None, bias=None, *, eps=1e-5):
         out_dtype = np.result_type(x, *(p for p in (weight, bias) if p is not None))
-        ctx.dtype = x.dtype
+        ctx.dtype, ctx.eps = x.dtype, eps
         x3 = widened(_channels(x))  # (N, C, M)
         weight = None if weight is None else widened(weight)
         bias = None if bias is None else widened(bias)
@@ -124,6 +156,12 @@ class BatchNorm(Function):
         dw, db = narrowed(dw, out_dtype), narrowed(db, out_dtype)
         grads = (dx, dw if len(needs) > 1 and needs[1] else None, db if len(needs) > 2 and needs[2] else None)
         return grads[: len(needs)]
+
+
+def _wide(t: Tensor) -> Tensor:
+    """Tensor t in its accumulation dtype (float32 for float16), as `widened` for arrays."""
+    dtype = accumulation_dtype(t.dtype)
+    return t if dtype == t.dtype else t.to(dtype)
 
 
 def _normalize_scaled(x3: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:

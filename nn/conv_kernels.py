@@ -9,6 +9,9 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from minigrad.autograd import Function
+from minigrad.ops.indexing import where as tensor_where
+from minigrad.ops.shape import PutAt, stack
+from minigrad.tensor import Tensor
 
 
 def pool_out_size(n: int, k: int, stride: int, before: int, after: int, dilation: int = 1,
@@ -105,6 +108,37 @@ def input_grad(weight: np.ndarray, g2: np.ndarray, shape, stride, dilation, out)
     return dxp
 
 
+# ----------------------------------------------------------------------------- the compositions
+# What the kernels compute, composed from differentiable Tensor ops: each op's `reference`, whose
+# gradients backward(create_graph=True) follows (graph_backward.py); first order keeps the kernels.
+
+
+def _zero_padded(x: Tensor, top: int, bottom: int, left: int, right: int) -> Tensor:
+    """Tensor x (A, B, H, W) placed at (top, left) into zeros, `bottom` rows and `right` columns
+    more (PutAt: the placement, whose backward is the slice of x's place)."""
+    if not (top or bottom or left or right):
+        return x
+    A, B, H, W = x.shape
+    where = (slice(None), slice(None), slice(top, top + H), slice(left, left + W))
+    return PutAt.apply(x, index=where, shape=(A, B, H + top + bottom, W + left + right))
+
+
+def _windows(xp: Tensor, kernel, stride, dilation, out) -> Tensor:
+    """cols[n, c, k, p, q] = xp[n, c, p*sH + i*dH, q*sW + j*dW] (k = i*kW + j): the strided slice
+    of the padded input that each kernel offset reads, stacked (im2col, as Tensor ops)."""
+    return stack([xp[where] for where in _offsets(kernel, stride, dilation, out)], dim=2)
+
+
+def _correlation(xp: Tensor, weight: Tensor, bias, stride, dilation, out, groups: int) -> Tensor:
+    """The cross-correlation of an already padded input xp (N, C, Hp, Wp) with weight
+    (O, C/G, kH, kW): per group, W2 (O/G, C/G*kH*kW) @ cols (C/G*kH*kW, OH*OW), then + bias."""
+    N = xp.shape[0]
+    Cout, Cg, kH, kW = weight.shape
+    cols = _windows(xp, (kH, kW), stride, dilation, out).reshape(N, groups, Cg * kH * kW, out[0] * out[1])
+    y = (weight.reshape(groups, Cout // groups, Cg * kH * kW) @ cols).reshape(N, Cout, out[0], out[1])
+    return y if bias is None else y + bias.reshape(1, Cout, 1, 1)
+
+
 # ----------------------------------------------------------------------------- convolution
 
 
@@ -133,6 +167,17 @@ class Conv2dOp(Function):
     The batch rides along in the columns (C, N, H, W order), so each product is one large
     matrix product, and moving between that order and NCHW copies whole rows of pixels.
     """
+
+    @staticmethod
+    def reference(ctx, x, weight, bias=None):
+        """The composition this kernel computes, for backward(create_graph=True): the zero-padded
+        input's windows (strided slices, stacked) times the weight, per group (a matmul)."""
+        top, bottom, left, right = ctx.padding
+        kH, kW = weight.shape[2:]
+        out = (pool_out_size(x.shape[2], kH, ctx.stride[0], top, bottom, ctx.dilation[0]),
+               pool_out_size(x.shape[3], kW, ctx.stride[1], left, right, ctx.dilation[1]))
+        xp = _zero_padded(x, top, bottom, left, right)
+        return _correlation(xp, weight, bias, ctx.stride, ctx.dilation, out, x.shape[1] // weight.shape[1])
 
     @staticmethod
     def forward(ctx, x, weight, bias=None, *, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1),
@@ -194,6 +239,24 @@ class ConvTranspose2dOp(Function):
     """
 
     @staticmethod
+    def reference(ctx, x, weight, bias=None):
+        """The composition this kernel computes, for backward(create_graph=True): per group the
+        stamps W2^T @ x2 (a matmul), each kernel offset's placed s apart at its shift (PutAt)
+        and added, then cropped by the padding."""
+        (N, C, H, W), pshape, pads, stride, dilation = ctx.geometry
+        G = ctx.groups
+        _, Og, kH, kW = weight.shape
+        w2 = weight.reshape(G, C // G, Og * kH * kW).permute(0, 2, 1)  # (G, O/G*kH*kW, C/G)
+        stamps = (w2 @ x.reshape(N, G, C // G, H * W)).reshape(N, G * Og, kH, kW, H, W)
+        yp = None
+        for (i, j), where in zip(np.ndindex(kH, kW), _offsets((kH, kW), stride, dilation, (H, W))):
+            placed = PutAt.apply(stamps[:, :, i, j], index=where, shape=(N, G * Og) + tuple(pshape))
+            yp = placed if yp is None else yp + placed
+        OH, OW = pshape[0] - pads[0] - pads[1], pshape[1] - pads[2] - pads[3]
+        y = yp[:, :, pads[0]:pads[0] + OH, pads[2]:pads[2] + OW]
+        return y if bias is None else y + bias.reshape(1, G * Og, 1, 1)
+
+    @staticmethod
     def forward(ctx, x, weight, bias=None, *, stride=(1, 1), padding=(0, 0), output_padding=(0, 0),
                 dilation=(1, 1), groups=1):
         N, C, H, W = x.shape
@@ -208,6 +271,7 @@ class ConvTranspose2dOp(Function):
         y = y + bias[:, None, None] if bias is not None else np.ascontiguousarray(y)
         ctx.save_for_backward(x2, weight)
         ctx.geometry = x.shape, pshape, pads, stride, dilation
+        ctx.groups = groups
         return y
 
     @staticmethod
@@ -291,6 +355,23 @@ class MaxPool2dOp(Function):
     """
 
     @staticmethod
+    def reference(ctx, x):
+        """The composition this kernel computes, for backward(create_graph=True): each window's
+        first maximum (the saved scan's choice) gathered from x (GetItem, whose backward is the
+        scatter-add of PutAt), so the gradient takes the kernel's route, and its own derivative
+        too."""
+        (arg,) = ctx.saved
+        shape, kernel, stride, padding, dilation, _ = ctx.geometry
+        N, C, H, W = shape
+        real = arg >= 0  # (a window of padding only keeps -inf)
+        flat = np.where(real, max_pool2d_indices(x, arg, kernel, stride, padding, dilation), 0)
+        flat = flat + (np.arange(N * C, dtype=np.int64) * (H * W)).reshape(N, C, 1, 1)
+        y = x.reshape(-1)[flat]
+        if real.all():
+            return y
+        return tensor_where(real, y, Tensor._make(np.array(-np.inf, dtype=x.dtype), None))
+
+    @staticmethod
     def forward(ctx, x, *, kernel_size, stride, padding=(0, 0), dilation=(1, 1), ceil_mode=False):
         y, arg = max_pool2d_scan(x, kernel_size, stride, padding, dilation, ceil_mode)
         ctx.save_for_backward(arg)
@@ -324,6 +405,19 @@ class AvgPool2dOp(Function):
 
     dx = g / D added to every element of its window (overlapping windows accumulate)
     """
+
+    @staticmethod
+    def reference(ctx, x):
+        """The composition this kernel computes, for backward(create_graph=True): the sum of the
+        zero-padded input's strided slices (one per kernel offset), over the saved divisor."""
+        (divisor,) = ctx.saved
+        shape, kernel, stride, padding, out, pshape = ctx.geometry
+        H, W = shape[2:]
+        xp = _zero_padded(x, padding[0], pshape[0] - H - padding[0], padding[1], pshape[1] - W - padding[1])
+        total = None
+        for where in _offsets(kernel, stride, (1, 1), out):
+            total = xp[where] if total is None else total + xp[where]
+        return total / Tensor._make(divisor, None)
 
     @staticmethod
     def forward(ctx, x, *, kernel_size, stride, padding=(0, 0), ceil_mode=False, count_include_pad=True,

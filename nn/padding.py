@@ -16,6 +16,7 @@ import numpy as np
 from minigrad import Tensor
 from minigrad.autograd import Function
 from minigrad.errors import ShapeError
+from minigrad.ops.shape import PutAt
 
 from ._checks import _need_tensor, _where
 
@@ -48,9 +49,23 @@ class ConstantPad(Function):
     """
 
     @staticmethod
+    def reference(ctx, x):
+        """The composition this kernel computes, for backward(create_graph=True): the kept part
+        of x (a slice) placed into zeros (PutAt, whose backward is the slice again), plus the
+        constant `value` around it."""
+        shape = ctx.out_shape
+        z = PutAt.apply(x[ctx.src], index=ctx.dst, shape=shape)
+        if ctx.value == 0:
+            return z
+        fill = np.full(shape, ctx.value, dtype=x.dtype)
+        fill[ctx.dst] = 0
+        return z + Tensor._make(fill, None)
+
+    @staticmethod
     def forward(ctx, x, *, pad, value):
         src, dst, shape = _placement(x.shape, pad)
         ctx.shape, ctx.src, ctx.dst = x.shape, src, dst
+        ctx.out_shape, ctx.value = shape, value
         z = np.full(shape, value, dtype=x.dtype)
         z[dst] = x[src]
         return z

@@ -155,6 +155,15 @@ class UpsampleNearestOp(Function):
     """
 
     @staticmethod
+    def reference(ctx, x):
+        """The composition this kernel computes, for backward(create_graph=True): x indexed with
+        each spatial axis's taps in turn (GetItem, whose backward is the scatter-add of PutAt)."""
+        z = x
+        for d, idx in enumerate(ctx.taps):
+            z = z[(slice(None),) * (2 + d) + (idx,)]
+        return z
+
+    @staticmethod
     def forward(ctx, x, *, size, scales, mode):
         taps = [nearest_taps(n, m, None if scales is None else scales[d], mode == "nearest-exact", x.dtype)
                 for d, (n, m) in enumerate(zip(x.shape[2:], size))]
@@ -184,6 +193,26 @@ class UpsampleInterpOp(Function):
     dx = along each axis in reverse order, dx[..., i, ...] += w_d[t, j] * g[..., j, ...] for every
          tap (t, j) that reads element i (np.add.at)
     """
+
+    @staticmethod
+    def reference(ctx, x):
+        """The composition this kernel computes, for backward(create_graph=True): along each
+        spatial axis in turn, the sum over the taps of x indexed with them (GetItem) times their
+        weights (constants)."""
+        z = x
+        for d, tap in enumerate(ctx.taps):
+            if tap is None:
+                continue
+            idx, w = tap
+            lead = (slice(None),) * (2 + d)
+            terms = [z[lead + (idx[t],)] * Tensor._make(_weights_along(w[t], z.ndim, 2 + d, x.dtype), None)
+                     for t in range(len(idx))]
+            z = terms[0]
+            for term in terms[1:]:
+                z = z + term
+        # every axis copied: still an op of x (graph_backward differentiates the reference's
+        # result, and x itself, a leaf, has no node to go through)
+        return x[...] if z is x else z
 
     @staticmethod
     def forward(ctx, x, *, size, scales, mode, align_corners):

@@ -246,3 +246,27 @@ def test_first_order_keeps_no_graph_of_gradients():
     before = dict(autograd.graph_grads)
     (x * x).sum().backward()
     assert x.grad.grad_fn is None and autograd.graph_grads == before
+
+
+def test_a_reference_that_is_its_input_passes_the_gradient_on():
+    """A fused kernel whose composition is the identity for some options (an interpolation to
+    the same size): its create_graph gradient is g itself, for a leaf and for a non-leaf input."""
+
+    class Identity(mg.Function):
+        @staticmethod
+        def reference(ctx, x):
+            return x
+
+        @staticmethod
+        def forward(ctx, x):
+            return x.copy()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = mg.tensor([1.0, 2.0], dtype=mg.float64, requires_grad=True)
+    (g,) = mg.autograd.grad((Identity.apply(x) ** 2).sum(), x, create_graph=True)
+    np.testing.assert_array_equal(mg.autograd.grad(g.sum(), x)[0].numpy(), [2.0, 2.0])
+    (g,) = mg.autograd.grad((Identity.apply(x * 1) ** 3).sum(), x, create_graph=True)
+    np.testing.assert_array_equal(mg.autograd.grad(g.sum(), x)[0].numpy(), [6.0, 12.0])
