@@ -22,7 +22,7 @@ from ..tensor import Tensor
 from . import either
 from .arguments import check_index, index_array, one_axis
 from .promotion import promote, result_type
-from .shape import _ints_first, _to_index
+from .shape import GetItem, PutAt, _ints_first, _to_index
 from .table import function, method, op
 
 
@@ -88,21 +88,47 @@ def _same_dtype(x: np.ndarray, src: np.ndarray, op: str, what: str = "src") -> N
                         f"the same dtype (convert with {what}.to(input.dtype))")
 
 
+def _zeros_like_input(shape: tuple[int, ...], g: Tensor) -> Tensor:
+    """A constant tensor of zeros (no graph), of `shape` and g's dtype."""
+    return Tensor._make(np.zeros(shape, dtype=g.dtype), None)
+
+
+def _placed(t: Tensor, used: tuple, shape: tuple[int, ...]) -> Tensor:
+    """t (of the index's extent) at the start of zeros of `shape` (src's), as ops: the
+    gradient of the src of scatter / scatter_add under create_graph (0 beyond the index)."""
+    lengths = tuple(u.stop for u in used)
+    t = t.reshape(lengths)
+    full = shape or (1,)
+    if lengths != tuple(full):
+        t = PutAt.apply(t, index=used, shape=full)
+    return t.reshape(shape)
+
+
+def _kept(g: Tensor, drop: np.ndarray) -> Tensor:
+    """g with zeros where the constant mask `drop` holds (the graph's form of `g[drop] = 0`)."""
+    return either.where(drop, np.zeros((), dtype=g.dtype), g)
+
+
 class Gather(Function):
     """z[i, j, k] = x[i, index[i, j, k], k]   (dim 1)       dx = 0, then dx at index += g
 
     The output has the index's shape; an index may repeat an element, and every copy's
-    gradient adds up in dx (np.add.at).
+    gradient adds up in dx (np.add.at). Under create_graph dx is that scatter_add as an op.
     """
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x, *, dim, index):
-        ctx.shape = x.shape
+        ctx.shape, ctx.dim = x.shape, dim
         _, ctx.index, ctx.grid, _ = _along(x, index, dim, "gather")
         return np.atleast_1d(x)[ctx.grid].reshape(np.shape(index))
 
     @staticmethod
     def backward(ctx, g):
+        if isinstance(g, Tensor):  # create_graph: the adjoint scatter_add, as an op
+            return ScatterAdd.apply(_zeros_like_input(ctx.shape, g), g.reshape(ctx.index.shape),
+                                    dim=ctx.dim, index=ctx.index)
         dx = np.zeros(ctx.shape or (1,), dtype=g.dtype)
         np.add.at(dx, ctx.grid, g.reshape(ctx.index.shape))
         return dx.reshape(ctx.shape)
@@ -124,17 +150,21 @@ class Scatter(Function):
     as in PyTorch (dsrc = gather(g, dim, index)).
     """
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x, src, *, dim, index):
         _same_dtype(x, src, "scatter")
-        ctx.shape, ctx.src_shape = x.shape, src.shape
-        _, _, ctx.grid, ctx.used = _along(x, index, dim, "scatter", src)
+        ctx.shape, ctx.src_shape, ctx.dim = x.shape, src.shape, dim
+        _, ctx.index, ctx.grid, ctx.used = _along(x, index, dim, "scatter", src)
         z = np.atleast_1d(x).copy()
         z[ctx.grid] = np.atleast_1d(src)[ctx.used]
         return z.reshape(x.shape)
 
     @staticmethod
     def backward(ctx, g):
+        if isinstance(g, Tensor):
+            return _scatter_graph_backward(ctx, g, overwrites=True)
         g1 = np.atleast_1d(g)
         dx = dsrc = None
         if ctx.needs_input_grad[0]:
@@ -146,6 +176,21 @@ class Scatter(Function):
             dsrc[ctx.used] = g1[ctx.grid]
             dsrc = dsrc.reshape(ctx.src_shape)
         return dx, dsrc
+
+
+def _scatter_graph_backward(ctx: Function, g: Tensor, overwrites: bool) -> tuple:
+    """scatter's (overwrites) and scatter_add's backward as ops: dx = g (with zeros at the
+    places written over), dsrc = gather(g, dim, index) placed in src's shape."""
+    dx = dsrc = None
+    if ctx.needs_input_grad[0]:
+        dx = g
+        if overwrites:
+            drop = np.zeros(ctx.shape or (1,), bool)
+            drop[ctx.grid] = True
+            dx = _kept(g, drop.reshape(ctx.shape))
+    if ctx.needs_input_grad[1]:
+        dsrc = _placed(Gather.apply(g, dim=ctx.dim, index=ctx.index), ctx.used, ctx.src_shape)
+    return dx, dsrc
 
 
 @op(inplace=True)
@@ -173,17 +218,21 @@ class ScatterAdd(Function):
     """z = x, then z[i, index[i, j, k], k] += src[i, j, k]   (dim 1)
     dx = g       dsrc[i, j, k] = g[i, index[i, j, k], k]   (0 beyond index.shape)"""
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x, src, *, dim, index):
         _same_dtype(x, src, "scatter_add")
-        ctx.src_shape = src.shape
-        _, _, ctx.grid, ctx.used = _along(x, index, dim, "scatter_add", src)
+        ctx.shape, ctx.src_shape, ctx.dim = x.shape, src.shape, dim
+        _, ctx.index, ctx.grid, ctx.used = _along(x, index, dim, "scatter_add", src)
         z = np.atleast_1d(x).copy()
         np.add.at(z, ctx.grid, np.atleast_1d(src)[ctx.used])  # repeated places add up
         return z.reshape(x.shape)
 
     @staticmethod
     def backward(ctx, g):
+        if isinstance(g, Tensor):
+            return _scatter_graph_backward(ctx, g, overwrites=False)
         dsrc = None
         if ctx.needs_input_grad[1]:
             dsrc = np.zeros(ctx.src_shape or (1,), dtype=g.dtype)
@@ -212,7 +261,55 @@ class ScatterReduce(Function):
         prod:  d(one value) = g_p * the product of the others at p, counted without dividing
                (so zeros are right: with one zero only its own value gets a gradient)
         amax, amin: g_p shared evenly by the values equal to z_p (PyTorch's rule for ties)
+
+    Under create_graph the gradients come from `reference`, the composition of ops.
     """
+
+    @staticmethod
+    def reference(ctx, x, src):
+        """The composition this op computes, for backward(create_graph=True). At the places
+        index names: sum and mean add src's values (PutAt accumulates) to x or to 0; prod
+        multiplies by one factor per rank of arrival (1 where a place has no value of that
+        rank), so zeros need no division; amax and amin weigh each winner by its constant
+        share, 1 / (number of ties), and the others by 0."""
+        grid, named, keep, reduce = ctx.grid, ctx.named, ctx.include_self, ctx.reduce
+        shape = named.shape
+        x1 = x.reshape(shape)
+        values = GetItem.apply(src.reshape(np.atleast_1d(src._data).shape), index=ctx.used)
+        zero = np.zeros((), dtype=x.dtype)
+        if reduce in ("sum", "mean"):
+            z = PutAt.apply(values, index=grid, shape=shape)
+            z = z + (x1 if keep else either.where(named, zero, x1))
+            if reduce == "mean":
+                z = either.where(named, z / np.maximum(ctx.count, 1).astype(x.dtype), x1)
+        elif reduce == "prod":
+            z = x1 if keep else either.where(named, np.ones((), dtype=x.dtype), x1)
+            dest = np.ravel_multi_index(np.broadcast_arrays(*grid), shape).reshape(-1)
+            order = np.argsort(dest, kind="stable")
+            first = np.searchsorted(dest[order], dest[order])  # where each run of one place starts
+            rank = np.empty_like(dest)
+            rank[order] = np.arange(dest.size) - first
+            flat = values.reshape(-1)
+            for r in range(int(rank.max()) + 1 if rank.size else 0):
+                picked = np.nonzero(rank == r)[0]
+                at = np.zeros(int(np.prod(shape)), bool)
+                at[dest[picked]] = True
+                factor = PutAt.apply(GetItem.apply(flat, index=picked), index=dest[picked], shape=at.shape)
+                z = z * either.where(at, factor, np.ones((), dtype=x.dtype)).reshape(shape)
+        else:
+            x_vals, src_vals, out = ctx.saved
+            x_vals, src_vals, out = either.values(x_vals), either.values(src_vals), either.values(out)
+            ties = np.zeros(shape, np.int64)
+            np.add.at(ties, grid, src_vals == out[grid])
+            if keep:
+                ties += named & (x_vals == out)
+            share = (1 / np.maximum(ties, 1)).astype(x.dtype)
+            wins = src_vals == out[grid]
+            z = PutAt.apply(either.where(wins, values * share[grid], zero), index=grid, shape=shape)
+            if keep:
+                z = z + either.where(named & (x_vals == out), x1 * share, zero)
+            z = either.where(named, z, x1)
+        return z.reshape(x.shape)
 
     @staticmethod
     def forward(ctx, x, src, *, dim, index, reduce, include_self):
@@ -324,19 +421,24 @@ class IndexSelect(Function):
     """z = x[..., index, ...] (index along dim)       dx = 0, then dx[..., index, ...] += g
 
     A repeated index entry selects its slice again; their gradients add up (np.add.at).
+    Under create_graph dx is that index_add as an op.
     """
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x, *, dim, index):
         axis, idx = _vector_index(x, index, dim, "index_select")
         if x.ndim == 0 and idx.size != 1:
             raise IndexError(f"index_select: a 0-d input takes a single index, not {idx.size}")
-        ctx.shape, ctx.where = x.shape, (slice(None),) * axis + (idx,)
+        ctx.shape, ctx.where, ctx.axis, ctx.idx = x.shape, (slice(None),) * axis + (idx,), axis, idx
         z = np.take(np.atleast_1d(x), idx, axis=axis)
         return z.reshape(()) if x.ndim == 0 else z
 
     @staticmethod
     def backward(ctx, g):
+        if isinstance(g, Tensor):  # create_graph: the adjoint index_add, as an op
+            return IndexAdd.apply(_zeros_like_input(ctx.shape, g), g, dim=ctx.axis, index=ctx.idx)
         dx = np.zeros(ctx.shape or (1,), dtype=g.dtype)
         np.add.at(dx, ctx.where, np.atleast_1d(g))
         return dx.reshape(ctx.shape)
@@ -350,7 +452,9 @@ def index_select(self, dim: int, index: Any) -> Tensor:
 
 class IndexAdd(Function):
     """z = x, then z[..., index[k], ...] += alpha * source[..., k, ...] (along dim)
-    dx = g       dsource = alpha * g[..., index, ...]"""
+    dx = g       dsource = alpha * g[..., index, ...]   (under create_graph: index_select, an op)"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x, source, *, dim, index, alpha=1):
@@ -369,7 +473,10 @@ class IndexAdd(Function):
     @staticmethod
     def backward(ctx, g):
         dsource = None
-        if ctx.needs_input_grad[1]:
+        if ctx.needs_input_grad[1] and isinstance(g, Tensor):
+            dsource = IndexSelect.apply(g, dim=ctx.axis, index=ctx.idx)
+            dsource = (dsource if ctx.alpha == 1 else ctx.alpha * dsource).reshape(ctx.source_shape)
+        elif ctx.needs_input_grad[1]:
             dsource = np.take(np.atleast_1d(g), ctx.idx, axis=ctx.axis)
             dsource = (dsource if ctx.alpha == 1 else ctx.alpha * dsource).reshape(ctx.source_shape)
         return g, dsource
@@ -388,6 +495,8 @@ class IndexFill(Function):
     v is a number (the keyword `value`, no gradient) or a 0-d array input (`fill`). As in
     PyTorch, an index entry may be negative (counted from the end) and may repeat.
     """
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x, fill=None, *, dim, index, value=None):
@@ -408,6 +517,14 @@ class IndexFill(Function):
     @staticmethod
     def backward(ctx, g):
         needs = ctx.needs_input_grad
+        if isinstance(g, Tensor):  # create_graph: the same with a constant mask, as ops
+            filled = np.zeros(np.atleast_1d(either.values(g)).shape, bool)
+            filled[ctx.where] = True  # each place once (ctx.where holds unique entries)
+            filled = filled.reshape(ctx.shape)
+            dx = _kept(g, filled) if needs[0] else None
+            if len(needs) == 1:
+                return dx
+            return dx, (_kept(g, ~filled).sum() if needs[1] else None)
         g1 = np.atleast_1d(g)
         dx = None
         if needs[0]:
@@ -465,7 +582,10 @@ class IndexPut(Function):
     is saved: neither gradient needs a value. A repeated index writes one of its copies, yet
     each copy of value gets the gradient at its place, as PyTorch's index_put.
     `steps`: the index, or the two steps an int beside an index array takes (PyTorch's order).
+    Under create_graph: dy with a constant mask, dvalue by GetItem (whose backward is PutAt).
     """
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, y, value, *, steps):
@@ -475,6 +595,8 @@ class IndexPut(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if isinstance(g, Tensor):
+            return _index_put_graph_backward(ctx, g)
         dy = dvalue = None
         if ctx.needs_input_grad[0]:
             dy = g.copy()
@@ -486,6 +608,23 @@ class IndexPut(Function):
                 dvalue = dvalue.reshape((1,) * lead + dvalue.shape)
             dvalue = dvalue.astype(ctx.value_dtype, copy=False)
         return dy, dvalue
+
+
+def _index_put_graph_backward(ctx: Function, g: Tensor) -> tuple:
+    dy = dvalue = None
+    if ctx.needs_input_grad[0]:
+        written = np.zeros(g.shape, bool)
+        view_at(written, ctx.steps)[ctx.steps[-1]] = True
+        dy = _kept(g, written)
+    if ctx.needs_input_grad[1]:
+        dvalue = g
+        for step in ctx.steps:
+            dvalue = GetItem.apply(dvalue, index=step)
+        lead = len(ctx.value_shape) - dvalue.ndim
+        if lead > 0:
+            dvalue = dvalue.reshape((1,) * lead + dvalue.shape)
+        dvalue = either.astype(dvalue, ctx.value_dtype) if dvalue.dtype != ctx.value_dtype else dvalue
+    return dy, dvalue
 
 
 @method

@@ -185,7 +185,21 @@ class Einsum(Function):
     A letter of x_i that appears nowhere else (summed in x_i alone) is broadcast back; a letter
     repeated in x_i (a diagonal, `ii->i`, or a trace, `ii->`) gets its gradient on that
     diagonal only (written through np.einsum's writable diagonal view of zeros).
+
+    Under create_graph each dx is an einsum op of g and the other operands (graph_saved gives
+    them promoted and broadcast, as forward saved them), a diagonal placed by a constant mask.
     """
+
+    differentiable_backward = True  # see graph_backward.py
+
+    @staticmethod
+    def graph_saved(ctx, *tensors):
+        """The operands as forward saved them (promoted, size-1 letters broadcast), as ops."""
+        found = []
+        for t, a in zip(tensors[:-1], ctx.saved):
+            t = t if t.dtype == a.dtype else t.to(a.dtype)
+            found.append(t if t.shape == a.shape else t.expand(a.shape))
+        return tuple(found)
 
     @staticmethod
     def forward(ctx, *xs, equation):
@@ -212,19 +226,40 @@ class Einsum(Function):
             known = set(out).union(*others)
             unique = _unique(term)
             target = "".join(c for c in unique if c in known)
-            r = np.einsum(",".join([out] + others) + "->" + target, g,
-                          *[a for j, a in enumerate(xs) if j != i], optimize=len(xs) > 2)
+            rest = [a for j, a in enumerate(xs) if j != i]
+            if not isinstance(g, Tensor):
+                r = np.einsum(",".join([out] + others) + "->" + target, g, *rest, optimize=len(xs) > 2)
+            else:  # create_graph: the einsum as an op
+                r = Einsum.apply(g, *rest, equation=",".join([out] + others) + "->" + target)
             for k, c in enumerate(unique):  # letters summed within x_i alone: g is constant there
                 if c not in known:
-                    r = np.expand_dims(r, k)
-            r = np.broadcast_to(r, [sizes[c] for c in unique])
+                    r = either.expand_dims(r, (k,))
+            r = either.broadcast_to(r, tuple(sizes[c] for c in unique))
             if unique == term:
-                grads.append(r.astype(x.dtype, copy=False))
+                grads.append(either.astype(r, x.dtype))
+                continue
+            if isinstance(g, Tensor):
+                grads.append(_on_diagonal(r, term, unique, x.shape, x.dtype))
                 continue
             dx = np.zeros(x.shape, dtype=x.dtype)
             np.einsum(term + "->" + unique, dx)[...] = r  # the diagonal of dx, as a view
             grads.append(dx)
         return tuple(grads)
+
+
+def _on_diagonal(r: Tensor, term: str, unique: str, shape: tuple[int, ...], dtype) -> Tensor:
+    """r (over the letters of `unique`) on the diagonal of zeros of `shape` (over `term`, a
+    letter repeated), as ops: r with a size-1 axis at each repeat, broadcast, then masked."""
+    first = set()
+    spread = []
+    for c in term:
+        spread.append(-1 if c not in first else 1)
+        first.add(c)
+    r = either.astype(r, dtype).reshape(tuple(r.shape[unique.index(c)] if s == -1 else 1
+                                              for c, s in zip(term, spread)))
+    mask = np.zeros(shape, bool)
+    np.einsum(term + "->" + unique, mask)[...] = True
+    return either.where(mask, r.expand(shape), np.zeros((), dtype=dtype))
 
 
 @function

@@ -76,6 +76,31 @@ def _exclusive_cumprod(x: np.ndarray, axis: int) -> np.ndarray:
     return np.cumprod(np.concatenate([ones, before], axis=axis), axis=axis)
 
 
+def _ones(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """A constant tensor of ones (no graph) of t's dtype."""
+    return Tensor._make(np.ones(shape, dtype=t.dtype), None)
+
+
+def _along(t: Tensor, axis: int, part: slice) -> Tensor:
+    return t[(slice(None),) * axis + (part,)]
+
+
+def _tree_prod(t: Tensor, axis: int) -> Tensor:
+    """The product along axis (kept, size 1) as ops: pairs multiplied, log2(n) rounds. Only
+    multiplications, so every derivative is exact at zeros (the composition Prod computes)."""
+    from .shape import Cat
+
+    n = t.shape[axis]
+    if n == 0:
+        return _ones(t, t.shape[:axis] + (1,) + t.shape[axis + 1:])
+    while n > 1:
+        half = n // 2
+        p = _along(t, axis, slice(0, 2 * half, 2)) * _along(t, axis, slice(1, 2 * half, 2))
+        t = Cat.apply(p, _along(t, axis, slice(n - 1, n)), dim=axis) if n % 2 else p
+        n = t.shape[axis]
+    return t
+
+
 def _reverse_cumsum(g: np.ndarray, axis: int) -> np.ndarray:
     """out_i = sum_{j >= i} g_j along axis."""
     return np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
@@ -87,7 +112,18 @@ class Prod(Function):
     prod_{j != i} x_j is the product of the elements before i times the product of those after
     it, both taken as running products: no division by x_i, so the gradient is right when the
     input holds zeros (one zero: only its own place gets a gradient; two: none does).
+    Under create_graph, `reference`: the product as a tree of multiplications.
     """
+
+    @staticmethod
+    def reference(ctx, x):
+        """The composition this kernel computes, for backward(create_graph=True)."""
+        if ctx.dim is None:
+            return _tree_prod(x.reshape(-1), 0).reshape(())
+        if x.ndim == 0:
+            return x * 1
+        z = _tree_prod(x, ctx.axis)
+        return z if ctx.keepdim else z.squeeze(ctx.axis)
 
     @staticmethod
     def forward(ctx, x, *, dim=None, keepdim=False):
@@ -126,7 +162,9 @@ def prod(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
 
 
 class CumSum(Function):
-    """z_i = sum_{j <= i} x_j along dim       dx_j = sum_{i >= j} g_i"""
+    """z_i = sum_{j <= i} x_j along dim       dx_j = sum_{i >= j} g_i   (flip, cumsum, flip)"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x, *, dim):
@@ -136,6 +174,9 @@ class CumSum(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if isinstance(g, Tensor):  # create_graph: the same, as ops
+            g1 = g.reshape(g.shape or (1,))
+            return CumSum.apply(g1.flip(ctx.axis), dim=ctx.axis).flip(ctx.axis).reshape(g.shape)
         return _reverse_cumsum(np.atleast_1d(g), ctx.axis).reshape(g.shape)
 
 
@@ -150,7 +191,24 @@ class CumProd(Function):
     Before the first zero of a slice (x_j != 0) that is sum_{i >= j} g_i z_i / x_j. At the first
     zero it is sum_{i >= j} g_i w_i with w the running product of x whose first zero is
     replaced by 1. After it every product holds that zero, so the gradient is 0.
+    Under create_graph, `reference`: the running product as a scan of multiplications.
     """
+
+    @staticmethod
+    def reference(ctx, x):
+        """The composition this kernel computes, for backward(create_graph=True): a
+        Hillis-Steele scan, z_i *= z_{i - k} for k = 1, 2, 4, ... (log2(n) rounds, products
+        only, so exact derivatives at zeros)."""
+        from .shape import Cat
+
+        axis = ctx.axis
+        z = x.reshape(x.shape or (1,))
+        n, k = z.shape[axis], 1
+        while k < n:
+            pad = _ones(z, z.shape[:axis] + (k,) + z.shape[axis + 1:])
+            z = z * Cat.apply(pad, _along(z, axis, slice(0, n - k)), dim=axis)
+            k *= 2
+        return z.reshape(x.shape)
 
     @staticmethod
     def forward(ctx, x, *, dim):
@@ -192,7 +250,23 @@ class LogCumSumExp(Function):
     dx_j = exp(x_j + log sum_{i >= j} g+_i e^-z_i) - exp(x_j + log sum_{i >= j} g-_i e^-z_i)
     neither overflows nor loses the small terms. Where every x so far is -inf, z_i = -inf and
     the gradient is NaN, as in PyTorch.
+
+    Under create_graph, `reference`: z_i = logsumexp over the row x masked to j <= i (an
+    (n, n) matrix along dim), so the graph is logsumexp's, stable for large x. (Where every
+    x so far is -inf, that gives gradient 0, logsumexp's rule, not NaN.)
     """
+
+    @staticmethod
+    def reference(ctx, x):
+        """The composition this kernel computes, for backward(create_graph=True)."""
+        from .indexing import where
+
+        x1 = x.reshape(x.shape or (1,)).movedim(ctx.axis, -1)
+        n = x1.shape[-1]
+        rows = x1.unsqueeze(-2).expand(x1.shape[:-1] + (n, n))  # rows[..., i, j] = x_j
+        before = np.tril(np.ones((n, n), bool))
+        masked = where(before, rows, np.array(-np.inf, dtype=x.dtype))
+        return masked.logsumexp(-1).movedim(-1, ctx.axis).reshape(x.shape)
 
     @staticmethod
     def forward(ctx, x, *, dim):
@@ -256,7 +330,10 @@ class GatherSorted(Function):
 
     The values of sort and topk: `indices` (from numpy's argsort, not differentiable) pick each
     output element, and its gradient goes back to the element it was picked from.
+    Under create_graph dx is that scatter_add (of distinct places) as an op.
     """
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x, *, indices, dim):
@@ -267,6 +344,12 @@ class GatherSorted(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if isinstance(g, Tensor):
+            if len(ctx.shape) == 0:
+                return g.sum()
+            from .indexing import ScatterAdd
+            zeros = Tensor._make(np.zeros(ctx.shape, dtype=g.dtype), None)
+            return ScatterAdd.apply(zeros, g, dim=ctx.axis, index=ctx.indices)
         if len(ctx.shape) == 0:
             return np.asarray(g.sum(), dtype=g.dtype)
         dx = np.zeros(ctx.shape, dtype=g.dtype)

@@ -98,6 +98,32 @@ def _keep(g: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> np.ndarray:
     return g if keepdim else either.expand_dims(g, axes)
 
 
+def _widened_any(g: Any) -> Any:
+    """widened for an array or a Tensor (a float16 tensor goes to float32, as an op)."""
+    if type(g) is np.ndarray or not hasattr(g, "_node"):
+        return widened(g)
+    wide = accumulation_dtype(g.dtype)
+    return g if wide == g.dtype else g.to(wide)
+
+
+def _narrowed_any(a: Any, dtype) -> Any:
+    """narrowed for an array or a Tensor."""
+    if not hasattr(a, "_node"):
+        return narrowed(a, dtype)
+    return a if a.dtype == dtype or accumulation_dtype(dtype) == dtype else a.to(dtype)
+
+
+def _centered_graph(x: Tensor, axes: tuple[int, ...], c: np.ndarray) -> Tensor:
+    """`_centered`'s d = (x - mean) / c as ops (c a constant), the mean taken the same way."""
+    xs = _widened_any(x) / c
+    if not builtins.all(x.shape[a] for a in axes):
+        return xs
+    if x.ndim == 0:  # one element: its own mean, d = 0
+        return xs - xs
+    x0 = xs[tuple(slice(0, 1) if a in axes else slice(None) for a in range(xs.ndim))]
+    return xs - (x0 + (xs - x0).mean(dim=axes, keepdim=True))
+
+
 class Sum(Function):
     """z = sum_i x_i over dim       dx = g broadcast back over the summed axes"""
 
@@ -150,7 +176,14 @@ class Max(Function):
     Tied maxima share the gradient equally, as PyTorch's amax does. A slice holding NaN has
     z = NaN, and its NaN elements are the winners (x == z is False there): the gradient goes
     to them, as PyTorch's x.max() routes it, instead of NaN spreading over the whole slice.
+    Under create_graph the shares are constants (their derivative is 0 wherever it exists).
     """
+
+    differentiable_backward = True  # see graph_backward.py
+
+    @staticmethod
+    def graph_saved(ctx, x, out):
+        return ctx.saved  # x and the kept-dims max, only compared: arrays, constants of the graph
 
     @staticmethod
     def forward(ctx, x, *, dim=None, keepdim=False, op="max"):
@@ -166,6 +199,7 @@ class Max(Function):
     @staticmethod
     def backward(ctx, g):
         x, z = ctx.saved
+        x, z = either.values(x), either.values(z)
         winners = x == z
         if x.dtype.kind in "fc" and np.isnan(z).any():
             winners |= np.isnan(x) & np.isnan(z)
@@ -268,6 +302,14 @@ class Var(Function):
     constant slice.
     """
 
+    differentiable_backward = True  # see graph_backward.py
+
+    @staticmethod
+    def graph_saved(ctx, x, out):
+        """d rebuilt as ops from x (so dx's own derivative has d's), c a constant."""
+        d, c = ctx.saved
+        return _centered_graph(x, ctx.axes, c), c
+
     @staticmethod
     def forward(ctx, x, *, dim=None, keepdim=False, correction=1):
         axes = reduce_dims(dim, x.ndim, "var")
@@ -282,8 +324,8 @@ class Var(Function):
     def backward(ctx, g):
         d, c = ctx.saved
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            dx = _keep(widened(g), ctx.axes, ctx.keepdim) * d * (2 / d.dtype.type(ctx.denom)) * c
-        return narrowed(dx, ctx.dtype)
+            dx = _keep(_widened_any(g), ctx.axes, ctx.keepdim) * d * (2 / d.dtype.type(ctx.denom)) * c
+        return _narrowed_any(dx, ctx.dtype)
 
 
 @op
@@ -304,7 +346,22 @@ class Std(Function):
     that `x / (x.std() + eps)` trains on constant rows. (`x.var().sqrt()` is two ops and
     keeps sqrt's infinite slope at 0, as in PyTorch.) Computed on x / c (`_centered`):
     s = c s', and dx = g d' / ((n - correction) s') needs no c at all.
+
+    Under create_graph d and s are rebuilt as ops (graph_saved), with s taken as 1 in the
+    divisor where it is 0: dx is 0 there, and so is its derivative (no 0 * inf).
     """
+
+    differentiable_backward = True  # see graph_backward.py
+
+    @staticmethod
+    def graph_saved(ctx, x, out):
+        d_arr, s_arr = ctx.saved
+        d = _centered_graph(x, ctx.axes, ctx.c)
+        flat = s_arr == 0
+        squares = (d * d).sum(dim=ctx.axes, keepdim=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = (either.where(flat, np.ones((), squares.dtype), squares) / d_arr.dtype.type(ctx.denom)).sqrt()
+        return d, s, flat
 
     @staticmethod
     def forward(ctx, x, *, dim=None, keepdim=False, correction=1):
@@ -313,13 +370,19 @@ class Std(Function):
         with np.errstate(divide="ignore", invalid="ignore"):  # n <= correction gives nan/inf
             s = np.sqrt((d * d).sum(axis=axes, keepdims=True) / d.dtype.type(denom))  # s / c
         ctx.save_for_backward(d, s)
-        ctx.axes, ctx.keepdim, ctx.denom, ctx.dtype = axes, keepdim, denom, x.dtype
+        ctx.axes, ctx.keepdim, ctx.denom, ctx.dtype, ctx.c = axes, keepdim, denom, x.dtype, c
         with np.errstate(over="ignore"):
             out = s * c
         return narrowed(out if keepdim else np.squeeze(out, axis=axes), x.dtype)
 
     @staticmethod
     def backward(ctx, g):
+        if isinstance(g, Tensor):  # create_graph: d, s (1 where it is 0) and that mask
+            d, s, flat = ctx.saved
+            with np.errstate(divide="ignore", invalid="ignore"):
+                scale = _keep(_widened_any(g), ctx.axes, ctx.keepdim) / (s * d.dtype.type(ctx.denom))
+            dx = either.where(flat, np.zeros((), dtype=scale.dtype), scale) * d
+            return _narrowed_any(dx, ctx.dtype)
         d, s = ctx.saved
         with np.errstate(divide="ignore", invalid="ignore"):
             scale = _keep(widened(g), ctx.axes, ctx.keepdim) / (s * d.dtype.type(ctx.denom))
@@ -362,8 +425,18 @@ class LogSumExp(Function):
     Subtracting the max keeps exp from overflowing; a row of -inf gives -inf and, by
     definition, no gradient (zeros). NaN and +inf inputs give NaN gradients, as in PyTorch,
     so that `detect_anomaly` sees them. Backward uses the shifted exponentials, not
-    exp(x - z): for large x, z rounds and x - z loses digits.
+    exp(x - z): for large x, z rounds and x - z loses digits. Under create_graph e and s are
+    rebuilt as ops from x, shifted by the same (constant) max.
     """
+
+    differentiable_backward = True  # see graph_backward.py
+
+    @staticmethod
+    def graph_saved(ctx, x, out):
+        wide = _widened_any(x)
+        m = _finite_max(either.values(wide), ctx.axes)
+        e = either.exp(wide - m)
+        return e, e.sum(dim=ctx.axes, keepdim=True)
 
     @staticmethod
     def forward(ctx, x, *, dim=None, keepdim=False):
@@ -382,8 +455,8 @@ class LogSumExp(Function):
     def backward(ctx, g):
         e, s = ctx.saved
         with np.errstate(invalid="ignore"):  # inf / inf where x holds +inf: nan, as it should
-            p = e / np.where(s == 0, 1, s)  # a row of -inf has s = 0 and no gradient
-        return narrowed(_keep(g, ctx.axes, ctx.keepdim) * p, ctx.dtype)
+            p = e / either.where(either.values(s) == 0, np.ones((), dtype=s.dtype), s)  # a row of -inf:
+        return _narrowed_any(_keep(g, ctx.axes, ctx.keepdim) * p, ctx.dtype)  # s = 0, no gradient
 
 
 @method
@@ -414,9 +487,13 @@ class SoftmaxOp(Function):
     @staticmethod
     def reference(ctx, x):
         """The composition this kernel computes, for backward(create_graph=True): exp of x
-        shifted by its (constant) row maximum, over its sum."""
-        e = (x - x.detach().amax(ctx.axis, keepdim=True)).exp()
-        return e / e.sum(ctx.axis, keepdim=True)
+        shifted by its (constant) row maximum, over its sum; a row of -inf gives weights 0, as
+        the kernel's forward."""
+        m = np.max(x._data, axis=ctx.axis, keepdims=True) if x._data.size else np.zeros((), x.dtype)
+        m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)  # a row of -inf: weights 0
+        e = (x - m).exp()
+        total = e.sum(ctx.axis, keepdim=True)
+        return e / either.where(total._data == 0, np.ones((), x.dtype), total)
 
     @staticmethod
     def forward(ctx, x, *, dim=-1):

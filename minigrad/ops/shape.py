@@ -200,8 +200,8 @@ class GetItem(Function):
 
     @staticmethod
     def backward(ctx, g):
-        if type(g) is np.ndarray:
-            return _put_at(g, ctx.index, ctx.shape)
+        if not isinstance(g, Tensor):  # an array (or, for a 0-d result, a numpy scalar)
+            return _put_at(np.asarray(g), ctx.index, ctx.shape)
         return PutAt.apply(g, index=ctx.index, shape=ctx.shape)
 
 

@@ -153,7 +153,10 @@ def _function_form(method: Callable, name: str) -> Callable:
 
 class Overwritten(Function):
     """The node of an in-place op whose result has no gradient, on a tensor in a graph
-    (`y.eq_(0)`, `y.logical_not_()`): z = the new values,  dx = 0, as in PyTorch."""
+    (`y.eq_(0)`, `y.logical_not_()`): z = the new values,  dx = 0, as in PyTorch.
+    dx is a constant, so every higher derivative is 0 too (a tensor of zeros, no graph)."""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x, *, values):
@@ -161,7 +164,7 @@ class Overwritten(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return np.zeros_like(g)
+        return np.zeros_like(getattr(g, "_data", g))
 
 
 def _inplace_form(method: Callable, name: str) -> Callable:
