@@ -87,3 +87,15 @@ def astype(x: Any, dtype: Any) -> Any:
 def values(x: Any) -> np.ndarray:
     """The array of x, for a test on values that is not differentiated (x > 0, isnan(x))."""
     return getattr(x, "_data", x)
+
+
+def sqrt(x: Any) -> Any:
+    return np.sqrt(x) if _arrays(x) else x.sqrt()
+
+
+def sinh(x: Any) -> Any:
+    return np.sinh(x) if _arrays(x) else x.sinh()
+
+
+def cosh(x: Any) -> Any:
+    return np.cosh(x) if _arrays(x) else x.cosh()

@@ -206,6 +206,8 @@ class Maximum(Function):
     (a NaN must reach every input it came from, so `detect_anomaly` can trace it).
     """
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, a, b):
         if a.dtype is not b.dtype:  # mixed dtypes: PyTorch's rule, see promotion.py
@@ -226,6 +228,8 @@ def maximum(self, other: Any) -> Tensor:
 
 class Minimum(Function):
     """z = min(a, b)     da = g * [not a > b],  db = g * [not b > a]; a tie splits g in halves"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, a, b):
@@ -249,11 +253,12 @@ def _split_ties(g, a, b, loses, needs):
     """Route g to the winner of max/min; on a tie each side gets half. A side gets nothing
     only where it loses (`loses(a, b)`: np.less for max), so at a NaN (no side loses) both
     get g, as in PyTorch."""
+    a, b = either.values(a), either.values(b)  # only compared: the routing is a constant of the graph
     zero = np.zeros((), dtype=g.dtype)
     tie = a == b
-    g = np.where(tie, g * 0.5, g)
-    da = np.where(loses(a, b), zero, g) if needs[0] else None
-    db = np.where(loses(b, a), zero, g) if needs[1] else None
+    g = either.where(tie, g * 0.5, g)
+    da = either.where(loses(a, b), zero, g) if needs[0] else None
+    db = either.where(loses(b, a), zero, g) if needs[1] else None
     return da, db
 
 
@@ -267,6 +272,8 @@ class Clip(Function):
     PyTorch; the rules above are PyTorch's, also there.
     """
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x, *bounds, low=True, high=True):
         lo = bounds[0] if low else None
@@ -275,6 +282,12 @@ class Clip(Function):
         x, lo, hi = (None if a is None else a.astype(dtype, copy=False) for a in (x, lo, hi))
         ctx.save_for_backward(x, lo, hi)
         return np.clip(x, lo, hi)
+
+    @staticmethod
+    def graph_saved(ctx, x, *bounds_and_output):
+        """The saved arrays as they are: backward only compares them (its masks are constants
+        of the graph, and g is what it differentiates)."""
+        return ctx.saved
 
     @staticmethod
     def backward(ctx, g):
@@ -288,21 +301,21 @@ class Clip(Function):
                 inside = x >= lo
             if hi is not None:
                 inside = inside & (x <= hi)
-            grads[0] = np.where(inside, g, zero)
+            grads[0] = either.where(inside, g, zero)
         if lo is not None:
             below = None
             if needs[1]:
                 below = x < lo
                 if hi is not None:
                     below = below & (lo < hi)
-            grads.append(None if below is None else np.where(below, g, zero))
+            grads.append(None if below is None else either.where(below, g, zero))
         if hi is not None:
             above = None
             if needs[-1]:
                 above = x > hi
                 if lo is not None:
                     above = above | (hi < lo)
-            grads.append(None if above is None else np.where(above, g, zero))
+            grads.append(None if above is None else either.where(above, g, zero))
         return tuple(grads)
 
 
@@ -375,6 +388,8 @@ def cos(self) -> Tensor:
 class Tan(Function):
     """z = tan(x)        dx = g * (1 + z**2)   (reuse the output)"""
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x):
         with np.errstate(invalid="ignore"):
@@ -396,6 +411,8 @@ def tan(self) -> Tensor:
 class Asin(Function):
     """z = asin(x)       dx = g / sqrt(1 - x**2)   (nan outside [-1, 1], inf at +-1, as PyTorch)"""
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -406,7 +423,7 @@ class Asin(Function):
     def backward(ctx, g):
         (x,) = ctx.saved
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return g / np.sqrt(1 - x * x)
+            return g / either.sqrt(1 - x * x)
 
 
 @op(inplace=True, inplace_function=True, aliases=("arcsin",))
@@ -416,6 +433,8 @@ def asin(self) -> Tensor:
 
 class Acos(Function):
     """z = acos(x)       dx = -g / sqrt(1 - x**2)"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x):
@@ -427,7 +446,7 @@ class Acos(Function):
     def backward(ctx, g):
         (x,) = ctx.saved
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return -g / np.sqrt(1 - x * x)
+            return -g / either.sqrt(1 - x * x)
 
 
 @op(inplace=True, inplace_function=True, aliases=("arccos",))
@@ -437,6 +456,8 @@ def acos(self) -> Tensor:
 
 class Atan(Function):
     """z = atan(x)       dx = g / (1 + x**2)"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x):
@@ -458,6 +479,8 @@ def atan(self) -> Tensor:
 class Sinh(Function):
     """z = sinh(x)       dx = g * cosh(x)"""
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -468,7 +491,7 @@ class Sinh(Function):
     def backward(ctx, g):
         (x,) = ctx.saved
         with np.errstate(over="ignore"):
-            return g * np.cosh(x)
+            return g * either.cosh(x)
 
 
 @op(inplace=True, inplace_function=True)
@@ -478,6 +501,8 @@ def sinh(self) -> Tensor:
 
 class Cosh(Function):
     """z = cosh(x)       dx = g * sinh(x)"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x):
@@ -489,7 +514,7 @@ class Cosh(Function):
     def backward(ctx, g):
         (x,) = ctx.saved
         with np.errstate(over="ignore"):
-            return g * np.sinh(x)
+            return g * either.sinh(x)
 
 
 @op(inplace=True, inplace_function=True)
@@ -505,6 +530,8 @@ class Expm1(Function):
 
     Its own op because exp(x) - 1 cancels for small |x| (float32 exp(1e-8) - 1 is 0, expm1 1e-8).
     """
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x):
@@ -530,6 +557,8 @@ class Log1p(Function):
     Its own op because 1 + x rounds away a small x (float32 log(1 + 1e-8) is 0, log1p 1e-8).
     """
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -551,6 +580,8 @@ def log1p(self) -> Tensor:
 class Log2(Function):
     """z = log2(x)       dx = g / (x ln 2)   (exact at powers of two: log2(8) is 3)"""
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -571,6 +602,8 @@ def log2(self) -> Tensor:
 
 class Log10(Function):
     """z = log10(x)      dx = g / (x ln 10)   (exact at powers of ten)"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x):
@@ -624,6 +657,8 @@ class Atan2(Function):
     Where a**2 + b**2 is 0 (at the origin, or underflowed) both gradients are 0, as in PyTorch.
     """
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, a, b):
         a, b = true_div_operands(a, b)  # integers give float32, as in PyTorch
@@ -635,7 +670,10 @@ class Atan2(Function):
         a, b = ctx.saved
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             r2 = a * a + b * b
-            scale = np.where(r2 == 0, np.zeros((), dtype=g.dtype), g / r2)
+            origin = either.values(r2) == 0
+            if isinstance(r2, Tensor) and origin.any():  # under create_graph: no g / 0 in the
+                r2 = either.where(origin, 1, r2)  # graph, whose derivative (0 * inf) would be NaN
+            scale = either.where(origin, np.zeros((), dtype=g.dtype), g / r2)
             da = scale * b if ctx.needs_input_grad[0] else None
             db = -scale * a if ctx.needs_input_grad[1] else None
         return da, db
@@ -649,6 +687,8 @@ def atan2(self, other: Any) -> Tensor:
 
 class Hypot(Function):
     """z = sqrt(a**2 + b**2), without overflow for huge a, b     da = g * a / z,   db = g * b / z"""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, a, b):
@@ -679,6 +719,8 @@ class LogAddExp(Function):
     off by 2e-4), and exp(a - z) would carry that error into the gradient.
     """
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, a, b):
         a, b = true_div_operands(a, b)
@@ -689,6 +731,10 @@ class LogAddExp(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved
+        if isinstance(g, Tensor):  # under create_graph: the same value as sigmoid(a - b), whose
+            da = g * (a - b).sigmoid() if ctx.needs_input_grad[0] else None  # derivative does not
+            db = g * (b - a).sigmoid() if ctx.needs_input_grad[1] else None  # overflow (inf / inf)
+            return da, db
         with np.errstate(invalid="ignore", over="ignore"):  # nan at a = b = +-inf, as in PyTorch
             da = g / (1 + np.exp(b - a)) if ctx.needs_input_grad[0] else None
             db = g / (1 + np.exp(a - b)) if ctx.needs_input_grad[1] else None
@@ -708,6 +754,8 @@ class XLogY(Function):
     defined, even at x = 0, and 0 where it is not and z is the constant 0.
     """
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x, y):
         x, y = true_div_operands(x, y)
@@ -721,7 +769,10 @@ class XLogY(Function):
         x, y = ctx.saved
         dx = dy = None
         with np.errstate(divide="ignore", invalid="ignore"):
-            if ctx.needs_input_grad[0]:
+            if ctx.needs_input_grad[0] and isinstance(g, Tensor):  # under create_graph: g.xlogy(y),
+                xv, yv = either.values(x), either.values(y)  # the op whose derivative in g is right
+                dx = either.where((xv == 0) & (yv <= 0), np.zeros((), g.dtype), g.xlogy(y))  # at g = 0 too
+            elif ctx.needs_input_grad[0]:
                 flat = ((x == 0) & (y <= 0)) | ((g == 0) & ~np.isnan(y))  # PyTorch's xlogy(g, y) there
                 dx = np.where(flat, np.zeros((), g.dtype), g * np.log(y))
             if ctx.needs_input_grad[1]:
@@ -742,6 +793,8 @@ class CopySign(Function):
     The result is floating point for integer inputs too, as in PyTorch.
     """
 
+    differentiable_backward = True  # see graph_backward.py
+
     @staticmethod
     def forward(ctx, x, y):
         x, y = true_div_operands(x, y)
@@ -755,9 +808,10 @@ class CopySign(Function):
         x, z = ctx.saved
         dx = dy = None
         if ctx.needs_input_grad[0]:
-            dx = np.where(x == 0, np.zeros((), g.dtype), g * np.sign(x) * np.sign(z))
+            x, z = either.values(x), either.values(z)  # the signs are constants of the graph (NaN at NaN)
+            dx = either.where(x == 0, np.zeros((), g.dtype), g * np.sign(x) * np.sign(z))
         if ctx.needs_input_grad[1]:
-            dy = np.zeros(ctx.y_shape, g.dtype)  # PyTorch gives zeros, not None
+            dy = np.zeros(ctx.y_shape, g.dtype)  # PyTorch gives zeros, not None (a constant)
         return dx, dy
 
 

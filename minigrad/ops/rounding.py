@@ -15,6 +15,7 @@ import numpy as np
 
 from ..autograd import Function
 from ..tensor import Tensor
+from . import either
 from .promotion import promote
 from .table import method, op
 
@@ -29,11 +30,15 @@ def _kept(x: np.ndarray) -> bool:
 
 class PiecewiseConstant(Function):
     """An op whose output is constant between its jumps: dx = 0 everywhere (PyTorch's choice
-    at the jumps too). Subclasses define forward only."""
+    at the jumps too). Subclasses define forward only.
+
+    Under create_graph the zeros are a constant of the graph: every higher derivative is 0."""
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def backward(ctx, g):
-        return np.zeros_like(g)
+        return np.zeros_like(either.values(g))
 
 
 class Sign(PiecewiseConstant):
@@ -118,8 +123,10 @@ def _no_integer_zero(a: np.ndarray, b: np.ndarray, op: str) -> None:
 
 class Remainder(Function):
     """z = a - floor(a / b) * b, the sign of b (Python's %, torch.remainder)
-    da = g,   db = -g * floor(a / b)
+    da = g,   db = -g * floor(a / b)   (floor(a / b), piecewise constant, is a constant of the graph)
     """
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, a, b):
@@ -136,7 +143,7 @@ class Remainder(Function):
         if not ctx.needs_input_grad[1]:
             return g, None
         with np.errstate(divide="ignore", invalid="ignore"):
-            return g, -g * np.floor_divide(a, b)
+            return g, -g * np.floor_divide(either.values(a), either.values(b))
 
 
 @method
@@ -157,8 +164,10 @@ def remainder(self, other: Any) -> Tensor:
 
 class Fmod(Function):
     """z = a - trunc(a / b) * b, the sign of a (C's fmod, torch.fmod)
-    da = g,   db = -g * trunc(a / b)
+    da = g,   db = -g * trunc(a / b)   (trunc(a / b), piecewise constant, is a constant of the graph)
     """
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, a, b):
@@ -175,7 +184,7 @@ class Fmod(Function):
         if not ctx.needs_input_grad[1]:
             return g, None
         with np.errstate(divide="ignore", invalid="ignore"):
-            return g, -g * np.trunc(a / b)
+            return g, -g * np.trunc(either.values(a) / either.values(b))
 
 
 @op(inplace=True)
@@ -210,6 +219,8 @@ class RoundedDivide(Function):
     Integers stay integers (7 // 2 = 3, -7 // 2 = -4, trunc: -3); an integer divisor of 0 raises.
     """
 
+    differentiable_backward = True  # see graph_backward.py: the zeros are constants of the graph
+
     @staticmethod
     def forward(ctx, a, b, *, mode="floor"):
         if a.dtype is not b.dtype:
@@ -227,6 +238,7 @@ class RoundedDivide(Function):
 
     @staticmethod
     def backward(ctx, g):
+        g = either.values(g)
         return np.zeros_like(g), np.zeros_like(g)
 
 

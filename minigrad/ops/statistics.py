@@ -16,9 +16,10 @@ from ..autograd import Function
 from ..creation import as_tensor
 from ..random import numpy_generator
 from ..tensor import Tensor
+from . import either
 from .arguments import one_axis
 from .ordering import GatherSorted
-from .reduce import narrowed, reduce_dims, scale_of, widened
+from .reduce import accumulation_dtype, narrowed, reduce_dims, scale_of, widened
 from .table import function, method, op
 
 
@@ -72,8 +73,11 @@ class Median(Function):
 
         dx = g / m at each of the m elements equal to z (the NaNs when z is NaN), 0 elsewhere
 
-    Ties share the gradient evenly, as in PyTorch (torch.median() without a dim).
+    Ties share the gradient evenly, as in PyTorch (torch.median() without a dim). The shares
+    are constants of the graph (the median moves with one element: its second derivative is 0).
     """
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x):
@@ -92,9 +96,9 @@ class Median(Function):
 
     @staticmethod
     def backward(ctx, g):
-        x, z = ctx.saved
+        x, z = either.values(ctx.saved[0]), either.values(ctx.saved[1])
         mask = (x == z) | (np.isnan(x) & np.isnan(z))
-        return (g * _fraction(mask, None)).astype(g.dtype, copy=False)
+        return either.astype(g * _fraction(mask, None), g.dtype)
 
 
 @op
@@ -158,7 +162,13 @@ class VectorNorm(Function):
     no power can overflow or underflow where z itself fits the dtype (PyTorch's 2-norm of
     float32 [1e20, 1e20] is inf; here 1.4e20). Its backward uses the ratio |x| / z, at most 1
     for p >= 1. float16 is summed in float32 (`accumulation_dtype`). NaN propagates for every p.
+
+    Under create_graph the backward is differentiated again (`graph_saved` gives z from the
+    output); the masks and signs are constants of the graph, and where the gradient is a
+    constant 0 (a zero norm, x = 0 for p < 1) so is every higher derivative.
     """
+
+    differentiable_backward = True  # see graph_backward.py
 
     @staticmethod
     def forward(ctx, x, *, ord=2, dim=None, keepdim=False):
@@ -187,28 +197,58 @@ class VectorNorm(Function):
         return narrowed(z if keepdim else np.squeeze(z, axis=axes), ctx.dtype)
 
     @staticmethod
+    def graph_saved(ctx, x, out):
+        """(x, z) as tensors of the graph: x in the dtype the kernel computed in, z the output
+        with the reduced axes kept (in float16, the output's rounding of the float32 z)."""
+        xs, zs = ctx.saved
+        z = out.reshape(zs.shape)
+        return (x if x.dtype == xs.dtype else x.to(xs.dtype),
+                z if z.dtype == zs.dtype else z.to(zs.dtype))
+
+    @staticmethod
     def backward(ctx, g):
         x, z = ctx.saved
+        xv, zv = either.values(x), either.values(z)
         p = ctx.ord
         if p == 0:
             return None
-        g = widened(g)
+        if accumulation_dtype(g.dtype) != g.dtype:
+            g = either.astype(g, accumulation_dtype(g.dtype))
         if not ctx.keepdim and ctx.axes:
-            g = np.expand_dims(g, ctx.axes)
+            g = either.expand_dims(g, ctx.axes)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if p == 1:
-                dx = g * _sign(x)
+                dx = g * _sign(xv)
             elif p == 2:
-                dx = g * np.where(z == 0, 0, x / np.where(z == 0, 1, z))
+                dx = g * either.where(zv == 0, 0, x / either.where(zv == 0, 1, z))
             elif np.isinf(p):
-                a = np.abs(x)
-                mask = (a == z) | np.isnan(a)
-                dx = g * _sign(x) * _fraction(mask, ctx.axes)
+                a = np.abs(xv)
+                mask = (a == zv) | np.isnan(a)
+                dx = g * _sign(xv) * _fraction(mask, ctx.axes)
+            elif isinstance(g, Tensor):
+                dx = _p_norm_graph_grad(g, x, z, p)
             else:  # g sign(x) (|x| / z)^(p - 1): 0 where x = 0 (p < 1) and where z = 0 (p > 1;
                 ratio = np.abs(x) / z  # for p < 1, a z of 0 gives inf ** (p - 1) = 0, right)
                 zero = (x == 0) if p < 1 else (z == 0)
                 dx = np.where(zero, 0, _sign(x) * ratio ** (p - 1)) * g
+        if isinstance(dx, Tensor):
+            return dx if accumulation_dtype(ctx.dtype) == ctx.dtype else dx.to(ctx.dtype)
         return narrowed(dx, ctx.dtype)
+
+
+def _p_norm_graph_grad(g: Tensor, x: Tensor, z: Tensor, p: float) -> Tensor:
+    """VectorNorm's gradient for a p other than 0, 1, 2 and +-inf, as ops (create_graph): the
+    values of the first-order one, with the places where it is the constant 0 (x = 0 for
+    p < 1, z = 0) kept out of the powers and quotients, whose derivatives there (0 * inf)
+    would make the derivative NaN."""
+    xv, zv = x._data, z._data
+    zero = (xv == 0) if p < 1 else (zv == 0)
+    dead = zero | (zv == 0)
+    a = abs(x)
+    if dead.any():
+        z = either.where(zv == 0, 1, z)
+        a = either.where(dead, 1, a)
+    return either.where(dead, 0, (a / z) ** (p - 1) * _sign(xv)) * g
 
 
 @method
