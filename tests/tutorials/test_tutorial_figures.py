@@ -405,3 +405,53 @@ def test_13_receptive_fields_the_sweeps_and_the_captioner(runs):
     assert _stated(text, r"A cell covers (\d) x \1 pixels of the 24 x 24 picture, but its annotation depends "
                          r"on an (\d+) x \2 window") == (cell, window)
     assert _lines(runs, name, rf"\({cell} x {cell}\); its annotation depends on a {window} x {window} window")
+
+
+def test_14_hessian_products_softmax_curvature_penalty_and_newton(runs):
+    name = "14_backprop_through_backprop.py"
+    row, text = _readme(name), _markdown(name)
+    # section 1: H v by hand, by two backward passes and by functional.hvp
+    (first,) = _stated(text, rf"2 − 0\.4794 = {NUMBER}\.")
+    assert _stated(row, rf"\(first entry {NUMBER}\)") == (first,)
+    for how in ("by hand", "by two backwards", "by functional.hvp"):
+        (got,) = _printed(runs, name, rf"^H v {how}: +\[ *{NUMBER} ")
+        _agrees(got, first, what=f"H v {how}, first entry")
+    # section 2: the softmax's second derivative
+    p0, d2 = _stated(text, rf"p_0 is {NUMBER}, and ∂²p_0/∂s_0² = p_0\(1 − p_0\)\(1 − 2p_0\) = (−{FIGURE})")
+    assert _stated(row, rf"p_0 = {NUMBER}, its second derivative in its own score (−{FIGURE})") == (p0, d2)
+    (got_p0,) = _printed(runs, name, rf"^p = \[{NUMBER} ")
+    _agrees(got_p0, p0, what="p_0")
+    (got_d2,) = _printed(runs, name, rf"^d2 p_0 / d s_0\^2 = {NUMBER}$")
+    _agrees(got_d2, d2.replace("−", "-"), what="d2 p_0 / d s_0^2")
+    p = got_p0
+    assert abs(p * (1 - p) * (1 - 2 * p) - got_d2) < 1e-4  # the closed form the text gives
+    assert _lines(runs, name, r"^gradgradcheck of attention with respect to q, k and v: True$")
+    # section 3: the gradient penalty
+    start, end = _stated(text, rf"The penalty, {NUMBER} at the start, is {TRAINED} after the 80 steps")
+    assert _stated(row, rf"\({NUMBER} at the start, {TRAINED} after 80 steps\)") == (start, end)
+    before, after = _printed(runs, name, rf"^penalty: {NUMBER} before, {NUMBER} after 80 steps$")
+    _agrees(before, start, what="the penalty before training")
+    _agrees(after, end, what="the penalty after 80 steps", trained=True)
+    mean_before, mean_after = _stated(text, rf"the mean of the norms goes from {NUMBER} to {TRAINED}\)")
+    got_before, got_after = _printed(runs, name,
+                                     rf"^input-gradient norms: mean {NUMBER} before, {NUMBER} after$")
+    _agrees(got_before, mean_before, what="the mean input-gradient norm before training")
+    _agrees(got_after, mean_after, what="the mean input-gradient norm after training", trained=True)
+    # section 4: Newton's method
+    norms = _stated(text, rf"The gradient's norm goes {NUMBER}, {NUMBER}, {NUMBER}, {NUMBER}:")
+    assert _stated(row, rf"\(gradient norms {NUMBER}, {NUMBER}, {NUMBER}, {NUMBER}\)") == norms
+    rows = _lines(runs, name, rf"^ +(\d) +{NUMBER} +{NUMBER}$")
+    for (step, _, norm), stated in zip(rows, norms):
+        _agrees(float(norm), stated, what=f"the gradient's norm at Newton step {step}")
+    newton, descent = _stated(text, rf"After five steps the loss is {NUMBER}, where gradient descent with a "
+                                    rf"step of 1 is still at {NUMBER}\.")
+    got_newton, got_descent = _printed(runs, name, rf"^after 5 steps: Newton {NUMBER}, gradient descent "
+                                                   rf"\(lr 1\) {NUMBER}$")
+    _agrees(got_newton, newton, what="the loss after five Newton steps")
+    _agrees(got_descent, descent, what="the loss after five steps of gradient descent")
+    # section 5: the ops of the backward pass, as drawn
+    (ops,) = _lines(runs, name, r"^the ops of the backward pass: (.+)$")
+    assert ops.split(", ") == ["Add", "Cos", "Mul", "Sin"]
+    assert "a Cos, a Mul, a Sin and an Add" in text
+    assert _lines(runs, name, r"^gradcheck: True$")
+    assert _lines(runs, name, r"pattern: the analytic gradient is all zero")
