@@ -209,13 +209,24 @@ def cmd_graph(args: argparse.Namespace) -> int:
         raise ValueError("--module draws a picture of one module; the --html page opens modules by click")
     recipe, loss = inspection.step_loss(cls, preset, args.module, args.batch_size, args.seed)
     what = f"{args.model} ({preset}), one training batch of {args.batch_size} forward and backward"
+    if args.grad_of:  # draw the backward pass itself: the graph of one parameter's gradient
+        import minigrad as mg
+
+        params = dict(recipe.model.named_parameters())
+        if args.grad_of not in params:
+            near = ", ".join(list(params)[:6])
+            raise ValueError(f"--grad-of: {args.model} has no parameter {args.grad_of!r} "
+                             f"(it has {near}, ...)")
+        (loss,) = mg.autograd.grad(loss, params[args.grad_of], create_graph=True)
+        loss = loss.sum()
+        what = f"the backward pass giving d loss / d {args.grad_of} of {args.model} ({preset})"
     if args.html:
         page = explore(loss, model=recipe.model, depth=args.depth)  # runs the backward it steps through
         inspection.save_page(page, args.html)
         folded = "every module open" if args.depth is None else f"modules below depth {args.depth} folded"
         print(f"wrote {args.html}: {what}, {len(page.trace)} backward steps, {folded}")
-    else:
-        loss.backward()  # so the drawing shows gradients
+    else:  # so the drawing shows gradients (a gradient's graph is kept whole: its nodes share tensors)
+        loss.backward(retain_graph=bool(args.grad_of))
     if out is None:
         return 0
     drawing = draw_graph(loss, model=recipe.model, depth=args.depth, module=args.module,
@@ -325,6 +336,9 @@ def add_commands(subparsers: Any, engines: Mapping[str, EngineChoice] | None = N
                    help="print the values and gradients of small tensors (up to 64 elements) as grids")
     g.add_argument("--html", help="also (or, without --out, only) write the interactive page of "
                    "minigrad.viz.explore: modules open by click, a backward stepper")
+    g.add_argument("--grad-of", metavar="PARAM",
+                   help="draw the backward pass instead: the graph of the gradient of this parameter "
+                   "(e.g. blocks.0.attn.q_proj.weight), made with create_graph=True")
     g.set_defaults(run=cmd_graph)
 
     a = subparsers.add_parser("attention", help="heatmaps of a checkpoint's attention weights on an input")

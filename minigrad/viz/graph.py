@@ -216,6 +216,8 @@ class _Builder:
             box = boxes.get(cu)
             for i, t in enumerate(n.inputs):
                 p = t._node
+                if p is not None:  # one tensor per node (a freed graph's users may hold stand-ins)
+                    t = out_of.get(id(p), t)
                 pu = unit.get(id(p)) if p is not None else None
                 if pu is not None and pu == cu:
                     continue

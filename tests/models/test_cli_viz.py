@@ -93,6 +93,23 @@ def test_graph_depth_1_shows_the_blocks_depth_3_the_ops(tmp_path, capsys):
     assert any(t.startswith("|grad| = ") for t in deep)  # drawn after backward
 
 
+def test_graph_grad_of_draws_the_backward_pass(tmp_path, capsys):
+    """--grad-of: the graph of one parameter's gradient, made with create_graph=True: the ops of
+    the backward pass (the fused kernels' composed references among them), drawn after its own
+    backward, and its page; a parameter the model lacks is named in one line."""
+    out = tmp_path / "grad.svg"
+    code, stdout, _ = run(["graph", "gpt", "--grad-of", "blocks.0.attn.q_proj.weight", "--depth", "all",
+                           "--out", str(out)], capsys)
+    assert code == 0 and "the backward pass giving d loss / d blocks.0.attn.q_proj.weight" in stdout
+    texts = set(svg_texts(out))
+    assert {"MatMul", "Exp", "Sum"} <= texts and "CrossEntropy" not in texts  # the ops of its parts
+    page = tmp_path / "grad.html"
+    assert run(["graph", "gpt", "--grad-of", "tok_emb.weight", "--html", str(page)], capsys)[0] == 0
+    assert page.read_text().startswith("<!DOCTYPE html>")
+    code, _, err = run(["graph", "gpt", "--grad-of", "blocks.9.weight", "--out", str(out)], capsys)
+    assert code == 2 and "--grad-of: gpt has no parameter 'blocks.9.weight'" in err
+
+
 @pytest.mark.requires_dot
 def test_graph_of_one_module_and_other_formats(recipes, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(commands, "recipe_class", lambda _: Built(tiny_recipe(recipes, "gpt")))
