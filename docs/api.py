@@ -36,6 +36,7 @@ MISSING_MARK = "<!-- torch names minigrad lacks -->"
 MODULES = [
     ("minigrad", ["torch", "torch.autograd"]),
     ("minigrad.autograd", ["torch.autograd"]),
+    ("minigrad.autograd.functional", ["torch.autograd.functional"]),
     ("minigrad.nn", ["torch.nn"]),
     ("minigrad.nn.functional", ["torch.nn.functional"]),
     ("minigrad.nn.utils", ["torch.nn.utils"]),
@@ -224,6 +225,10 @@ def _defined_in(obj: Any, module: str) -> str:
         name = getattr(obj, "__module__", None) if callable(obj) and not _is_constant(obj) else None
         name = name or module
     file = sys.modules[name].__file__ or ""
+    try:  # the file itself (minigrad.autograd.functional is minigrad/autograd_functional.py)
+        return f"`{Path(file).resolve().relative_to(HERE.parent).as_posix()}`"
+    except ValueError:  # installed elsewhere: from the module's name
+        pass
     path = name.replace(".", "/") + ("/__init__.py" if file.endswith("__init__.py") else ".py")
     for top in ("nn", "models"):  # installed as minigrad.nn and minigrad.models (setup.cfg)
         if path.startswith(f"minigrad/{top}/"):

@@ -499,12 +499,29 @@ from .tensor import Tensor  # noqa: E402  (tensor.py uses Function; apply needs 
 
 
 def __getattr__(name: str) -> Any:
-    """`autograd.functional` (jacobian, hessian, vjp, jvp, hvp, vhp), gradcheck and
-    gradgradcheck, as torch.autograd has them, loaded on first use."""
-    if name == "functional":
-        from . import autograd_functional
-        return autograd_functional
+    """gradcheck and gradgradcheck, as torch.autograd has them, loaded on first use."""
     if name in ("gradcheck", "gradgradcheck"):
         from . import gradcheck
         return getattr(gradcheck, name)
     raise AttributeError(f"module 'minigrad.autograd' has no attribute {name!r}")
+
+
+def _functional() -> Any:
+    """`autograd.functional` (jacobian, hessian, vjp, jvp, hvp, vhp: autograd_functional.py),
+    importable as `minigrad.autograd.functional` as in torch, and loaded on first use: it needs
+    Tensor, which needs this module."""
+    import importlib.util
+    import os
+    import sys
+
+    name = f"{__name__}.functional"
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(os.path.dirname(os.path.abspath(__file__)), "autograd_functional.py"))
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = sys.modules[f"{__package__}.autograd_functional"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+functional = _functional()

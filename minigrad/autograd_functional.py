@@ -1,4 +1,4 @@
-"""`minigrad.autograd.functional`, as torch.autograd.functional: derivatives of a whole function
+"""`minigrad.autograd.functional` (this file), as torch.autograd.functional: derivatives of a whole function
 of tensors, built on `autograd.grad` (with create_graph where a derivative of a derivative is
 needed).
 
@@ -19,9 +19,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import autograd
-from .grad_mode import enable_grad
-from .tensor import Tensor
+from minigrad import autograd  # (absolute: this file is loaded as minigrad.autograd.functional)
+from minigrad.grad_mode import enable_grad
+from minigrad.tensor import Tensor
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 
@@ -127,7 +127,7 @@ def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bo
     in_tuple, inputs_ = _as_tuple("jacobian", "input", inputs)
     xs = _prepare(inputs_, create_graph)
     out_tuple, outs = _outputs("jacobian", func, xs)
-    from .ops.shape import stack
+    from minigrad.ops.shape import stack
 
     blocks = []
     for o in outs:

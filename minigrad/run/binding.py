@@ -37,7 +37,7 @@ TORCH_MODULES = {
     "torch.utils.data": "minigrad.utils.data",
     "torch.linalg": "minigrad.linalg",
     "torch.autograd": "minigrad.autograd",
-    "torch.autograd.functional": "minigrad.autograd_functional",
+    "torch.autograd.functional": "minigrad.autograd.functional",
     "torch.cuda": "minigrad.cuda",  # namespaces in minigrad (device.py), modules in torch
     "torch.backends": "minigrad.backends",
     "torch.backends.cuda": "minigrad.backends.cuda",
