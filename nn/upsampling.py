@@ -30,7 +30,7 @@ from minigrad.errors import ShapeError
 
 from ._checks import _need_tensor, _where
 from .module import Module
-from .pooling import adaptive_avg_pool2d
+from .pooling import _adaptive_matrix, adaptive_avg_pool2d
 
 _NEAREST = ("nearest", "nearest-exact")
 _INTERPOLATING = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}  # mode: the input's rank
@@ -323,7 +323,7 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
 
     Modes: "nearest" (x[floor(j * in / out)]: PyTorch's default), "nearest-exact" (the nearest
     pixel centre), "linear" (3-D input), "bilinear" and "bicubic" (4-D), "trilinear" (5-D),
-    "area" (the adaptive average pool to the output size; 3-D and 4-D inputs).
+    "area" (the adaptive average pool to the output size; 3-D, 4-D and 5-D inputs).
 
     align_corners (the interpolating modes only; None = False): True maps the corner elements
     of input and output onto each other, coordinate j (in - 1) / (out - 1); False maps pixel
@@ -352,9 +352,11 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
         raise NotImplementedError(f"interpolate: antialias=True (mode {mode!r}) is not implemented in "
                                   "minigrad; use antialias=False")
     if mode == "area":
-        if input.ndim == 5:
-            raise NotImplementedError(f"interpolate: mode 'area' on a 5-D input (adaptive_avg_pool3d) is not "
-                                      f"implemented in minigrad; got an input of shape {input.shape}")
+        if input.ndim == 5:  # adaptive_avg_pool3d: the depth's averaging matrix, then the 2-D pool
+            N, C, D, H, W = input.shape
+            ad = Tensor(_adaptive_matrix(D, out[0]).astype(input.dtype))
+            x = (ad @ input.reshape(N, C, D, H * W)).reshape(N, C * out[0], H, W)
+            return adaptive_avg_pool2d(x, out[1:]).reshape(N, C, *out)
         if input.ndim == 3:
             return adaptive_avg_pool2d(input.unsqueeze(2), (1,) + out).squeeze(2)
         return adaptive_avg_pool2d(input, out)

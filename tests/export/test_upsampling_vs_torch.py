@@ -35,7 +35,7 @@ TOL = {np.float64: 1e-12, np.float32: 2e-5}
 def cases(draw):
     """(input shape, interpolate's keywords) that torch accepts, sides 1 to 5."""
     mode = draw(st.sampled_from(MODES))
-    rank = RANK.get(mode) or draw(st.sampled_from([3, 4] if mode == "area" else [3, 4, 5]))
+    rank = RANK.get(mode) or draw(st.sampled_from([3, 4, 5]))
     k = rank - 2
     spatial = tuple(draw(st.integers(1, 3 if rank == 5 else 5)) for _ in range(k))
     shape = (draw(st.integers(1, 2)), draw(st.integers(1, 3))) + spatial
