@@ -21,6 +21,7 @@ from minigrad import Tensor
 from minigrad.autograd import Function
 from minigrad.errors import ShapeError
 from minigrad.ops.reduce import accumulation_dtype, narrowed, widened
+from minigrad.runtime import compiled
 
 from ._checks import _need_nc_input, _need_tensor, _where
 from ._pieces import col_sums, exact_row_means, row_blocks, row_means
@@ -147,15 +148,10 @@ class LayerNormOp(Function):
         y = np.empty(x2.shape, accumulation_dtype(out_dtype))
         w = None if weight is None else widened(weight.reshape(-1))
         b = None if bias is None else widened(bias.reshape(-1))
-        for r in row_blocks(x2):
-            into = y[r] if y.dtype == x2.dtype else None  # y itself, when it has the working dtype
-            _normalize_rows(x2[r], x2.dtype.type(eps), x_hat[r], rstd[r], into)
-            if w is None:
-                y[r] = x_hat[r]
-            else:
-                np.multiply(x_hat[r], w, out=y[r])
-            if b is not None:
-                y[r] += b
+        if _compiled_rows(x2, y):
+            _normalize_compiled(x2, w, b, eps, y, x_hat, rstd)
+        else:
+            _normalize_numpy(x2, w, b, eps, y, x_hat, rstd)
         ctx.save_for_backward(x_hat, rstd, weight)
         ctx.shape, ctx.dtype, ctx.ndim, ctx.eps = x.shape, x.dtype, ndim, eps
         return narrowed(y, out_dtype).reshape(x.shape)
@@ -165,18 +161,38 @@ class LayerNormOp(Function):
         x_hat, rstd, weight = ctx.saved
         g2 = widened(g.reshape(x_hat.shape))  # (rows, features)
         needs = ctx.needs_input_grad
-        dw = db = dx = None
-        if weight is not None and needs[1]:
-            dw = narrowed(np.einsum("ij,ij->j", g2, x_hat), weight.dtype).reshape(weight.shape)
-        if len(needs) > 2 and needs[2]:
-            db = narrowed(col_sums(g2), g.dtype).reshape(weight.shape)
-        if needs[0]:
-            dx = np.empty(x_hat.shape, np.result_type(g2, x_hat))
-            w = None if weight is None else widened(weight.reshape(-1))
-            for r in row_blocks(x_hat):
-                _normalize_rows_grad(g2[r], w, x_hat[r], rstd[r], dx[r])
+        w = None if weight is None else widened(weight.reshape(-1))
+        want_w, want_b = weight is not None and needs[1], len(needs) > 2 and needs[2]
+        if needs[0] and _compiled_rows(g2, x_hat):
+            dx, dw, db = _normalize_grad_compiled(g2, w, x_hat, rstd, want_w or want_b)
+        else:
+            dx = dw = db = None
+            if want_w:
+                dw = np.einsum("ij,ij->j", g2, x_hat)
+            if want_b:
+                db = col_sums(g2)
+            if needs[0]:
+                dx = np.empty(x_hat.shape, np.result_type(g2, x_hat))
+                for r in row_blocks(x_hat):
+                    _normalize_rows_grad(g2[r], w, x_hat[r], rstd[r], dx[r])
+        if dx is not None:
             dx = narrowed(dx, np.result_type(g, ctx.dtype)).reshape(ctx.shape)
+        dw = narrowed(dw, weight.dtype).reshape(weight.shape) if want_w else None
+        db = narrowed(db, g.dtype).reshape(weight.shape) if want_b else None
         return (dx, dw, db)[: len(needs)]
+
+
+def _normalize_numpy(x2, w, b, eps, y, x_hat, rstd) -> None:
+    """LayerNormOp's forward on (rows, features) in numpy, a block of rows at a time."""
+    for r in row_blocks(x2):
+        into = y[r] if y.dtype == x2.dtype else None  # y itself, when it has the working dtype
+        _normalize_rows(x2[r], x2.dtype.type(eps), x_hat[r], rstd[r], into)
+        if w is None:
+            y[r] = x_hat[r]
+        else:
+            np.multiply(x_hat[r], w, out=y[r])
+        if b is not None:
+            y[r] += b
 
 
 def _normalize_rows(x: np.ndarray, eps, x_hat: np.ndarray, rstd: np.ndarray,
@@ -232,6 +248,97 @@ def _normalize_rows_grad(g: np.ndarray, w: np.ndarray | None, x_hat: np.ndarray,
     np.subtract(gx, dx, out=dx)
     dx -= mean_gx
     dx *= rstd
+
+
+# ---------------------------------------------------------------- the compiled loop form
+# The numpy functions above are the reference; these loops compute the same in one pass over a
+# row for the statistics and one for the output (five and seven passes in numpy), when numba is
+# installed (minigrad.runtime.compiled). A row's sums are taken in float64 from its first value
+# (x - x_0): a constant row's mean is then exactly its value, as `exact_row_means` ensures above.
+
+
+def _compiled_rows(*arrays: np.ndarray) -> bool:
+    """Whether the loop form takes these (rows, features) arrays: compiled kernels on, float32 or
+    float64, C-contiguous."""
+    return (compiled.enabled() and all(a.dtype in (np.float32, np.float64) and a.flags.c_contiguous
+                                       for a in arrays))
+
+
+@compiled.kernel(fastmath=compiled.REORDER)
+def _normalize_loop(x, w, b, eps, y, x_hat, rstd, start, stop):
+    """Rows start..stop-1: mu, rstd = 1 / sqrt(var + eps), x_hat = (x - mu) * rstd, y = x_hat w + b."""
+    x, y, x_hat, rstd = x[start:stop], y[start:stop], x_hat[start:stop], rstd[start:stop]
+    n = x.shape[1]
+    m = max(n, 1)
+    for i in range(x.shape[0]):
+        x0 = x[i, 0] if n else 0.0
+        s = 0.0
+        for j in range(n):
+            s += x[i, j] - x0
+        mu = s / m + x0  # (x0 + mean(x - x0): exact for a constant row)
+        q = 0.0
+        for j in range(n):
+            d = x[i, j] - mu
+            q += d * d
+        r = 1.0 / np.sqrt(q / m + eps)
+        rstd[i, 0] = r
+        for j in range(n):
+            h = (x[i, j] - mu) * r
+            x_hat[i, j] = h
+            y[i, j] = h * w[j] + b[j]
+
+
+def _normalize_compiled(x2, w, b, eps, y, x_hat, rstd) -> None:
+    """LayerNormOp's forward by the loop form; rows whose squares overflowed (var = inf: rstd 0,
+    only in float64) are redone by the scaled numpy path, as there."""
+    n = x2.shape[1]
+    w = np.ones(n, x2.dtype) if w is None else np.ascontiguousarray(w, x2.dtype)
+    b = np.zeros(n, x2.dtype) if b is None else np.ascontiguousarray(b, x2.dtype)
+    out = y if y.dtype == x2.dtype else np.empty_like(x2)
+    compiled.over_rows(_normalize_loop, x2.shape[0], n, x2, w, b, float(eps), out, x_hat, rstd)
+    big = np.flatnonzero(rstd[:, 0] == 0)
+    if big.size:
+        x_hat[big], rstd[big] = _normalize_rows_scaled(x2[big], x2.dtype.type(eps))
+        out[big] = x_hat[big] * w + b
+    if out is not y:
+        y[...] = out
+
+
+@compiled.kernel(fastmath=compiled.REORDER)
+def _normalize_grad_loop(g, w, x_hat, rstd, dx, dw, db, per, start, stop):
+    """Rows start..stop-1: dx = rstd (gx - mean(gx) - x_hat mean(gx x_hat)), gx = g w; and the
+    sums of g x_hat and of g into row `i // per` of dw and db (one row per piece)."""
+    g, x_hat, rstd, dx = g[start:stop], x_hat[start:stop], rstd[start:stop], dx[start:stop]
+    n = g.shape[1]
+    m = max(n, 1)
+    for i in range(g.shape[0]):
+        p = (start + i) // per
+        gx0 = g[i, 0] * w[0] if n else 0.0
+        a = 0.0
+        c = 0.0
+        for j in range(n):
+            gx = g[i, j] * w[j]
+            a += gx - gx0
+            c += gx * x_hat[i, j]
+            dw[p, j] += g[i, j] * x_hat[i, j]
+            db[p, j] += g[i, j]
+        a = a / m + gx0  # exact for a constant gx, as `exact_row_means`
+        c /= m
+        r = rstd[i, 0]
+        for j in range(n):
+            dx[i, j] = r * ((g[i, j] * w[j] - a) - x_hat[i, j] * c)
+
+
+def _normalize_grad_compiled(g2, w, x_hat, rstd, sums: bool):
+    """(dx, dw, db) of LayerNormOp by the loop form; dw and db summed in float64 piece by piece."""
+    rows, n = x_hat.shape
+    w = np.ones(n, x_hat.dtype) if w is None else np.ascontiguousarray(w, x_hat.dtype)
+    dx = np.empty(x_hat.shape, np.result_type(g2, x_hat))
+    count = compiled.pieces(rows, n) if sums else 1
+    dw, db = np.zeros((count, n)), np.zeros((count, n))
+    per = compiled.rows_per_piece(n) if sums else max(rows, 1)
+    compiled.over_rows(_normalize_grad_loop, rows, n, g2, w, x_hat, rstd, dx, dw, db, per)
+    return dx, dw.sum(axis=0), db.sum(axis=0)
 
 
 def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
