@@ -15,18 +15,9 @@ import numpy as np
 from minigrad import Tensor, cat
 from minigrad.autograd import Function
 from minigrad.errors import RangeError, ShapeError
-from minigrad.ops.reduce import LogSoftmaxOp
+from minigrad.ops.reduce import LogSoftmaxOp, log_softmax_last
 
 from ._checks import _check_reduction, _int_array, _need_tensor
-
-
-def _log_softmax(x: np.ndarray) -> np.ndarray:
-    """log_softmax over the last axis, as the core's LogSoftmax computes it: (x - m) - log(sum
-    exp(x - m)), m the row max, 0 where infinite (a row of -inf gives -inf, not NaN)."""
-    m = x.max(axis=-1, keepdims=True, initial=-np.inf)
-    shifted = x - np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
-    with np.errstate(divide="ignore"):
-        return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
 class CrossEntropy(Function):
@@ -56,7 +47,7 @@ class CrossEntropy(Function):
     @staticmethod
     def forward(ctx, x, target, *, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         C = x.shape[-1]
-        logp = _log_softmax(x.reshape(-1, C))  # (N, C)
+        logp = log_softmax_last(x.reshape(-1, C))  # (N, C)
         t = target.reshape(-1)
         keep = t != ignore_index
         safe_t = np.where(keep, t, 0)  # any valid column; ignored rows are zeroed below

@@ -19,6 +19,7 @@ import numpy as np
 from ..autograd import Function
 from ..creation import as_tensor
 from ..errors import RangeError, ShapeError
+from ..runtime import compiled
 from ..tensor import Tensor
 from . import either
 from .arguments import Dim, normalize_dims, one_axis
@@ -499,18 +500,121 @@ class SoftmaxOp(Function):
     def forward(ctx, x, *, dim=-1):
         axis = normalize_dims(dim, x.ndim, "softmax")
         ctx.dtype, x = x.dtype, widened(x)
-        e = np.exp(x - _finite_max(x, axis))
-        s = e.sum(axis=axis, keepdims=True)
-        z = e / np.where(s == 0, 1, s)
-        ctx.save_for_backward(z)
         ctx.axis = axis
+        if _last_axis_rows(x, axis):
+            z = _softmax_compiled(x)
+        else:
+            e = np.exp(x - _finite_max(x, axis))
+            s = e.sum(axis=axis, keepdims=True)
+            z = e / np.where(s == 0, 1, s)
+        ctx.save_for_backward(z)
         return narrowed(z, ctx.dtype)
 
     @staticmethod
     def backward(ctx, g):
         (z,) = ctx.saved
+        if (g.shape == z.shape and g.dtype == z.dtype and g.flags.c_contiguous
+                and _last_axis_rows(z, ctx.axis)):
+            n = z.shape[-1]
+            dx = np.empty_like(z)
+            rows = z.size // builtins.max(n, 1)
+            compiled.over_rows(_softmax_grad_loop, rows, n, g.reshape(rows, n), z.reshape(rows, n),
+                               dx.reshape(rows, n))
+            return narrowed(dx, ctx.dtype)
         gz = g * z
         return narrowed(gz - z * gz.sum(axis=ctx.axis, keepdims=True), ctx.dtype)
+
+
+# The loop form of softmax over the last axis (minigrad.runtime.compiled): a row's max and shift in
+# one pass, numpy's vector exp in place (numba's exp is a call per element, several times slower),
+# the row's sum and scaling in one more; the backward in one. The numpy form above is the reference.
+
+
+def _last_axis_rows(x: np.ndarray, axis) -> bool:
+    """Whether softmax's loop form takes x: compiled kernels on, float32 or float64, C-contiguous,
+    over the last axis only, and not 0-d."""
+    return (compiled.enabled() and x.ndim > 0 and tuple(axis) == (x.ndim - 1,)
+            and x.dtype in (np.float32, np.float64) and x.flags.c_contiguous)
+
+
+@compiled.kernel(fastmath=compiled.REORDER)
+def _shift_by_max_loop(x, out, start, stop):
+    """out = x - max of its row (0 for a row whose max is infinite: a row of -inf stays -inf)."""
+    n = x.shape[1]
+    for i in range(start, stop):
+        m = -np.inf
+        for j in range(n):
+            m = x[i, j] if x[i, j] > m else m  # (a NaN is skipped here; it makes its row NaN below)
+        m = m if np.isfinite(m) else 0.0
+        for j in range(n):
+            out[i, j] = x[i, j] - m
+
+
+@compiled.kernel(fastmath=compiled.REORDER)
+def _normalize_sum_loop(e, start, stop):
+    """e /= its row sum (a row that sums to 0, all -inf before the exp, stays 0)."""
+    n = e.shape[1]
+    for i in range(start, stop):
+        s = 0.0
+        for j in range(n):
+            s += e[i, j]
+        r = 1.0 / s if s != 0 else 1.0
+        for j in range(n):
+            e[i, j] = e[i, j] * r
+
+
+@compiled.kernel(fastmath=compiled.REORDER)
+def _softmax_grad_loop(g, z, dx, start, stop):
+    """dx = z (g - sum_j g_j z_j), row by row."""
+    n = z.shape[1]
+    for i in range(start, stop):
+        s = 0.0
+        for j in range(n):
+            s += g[i, j] * z[i, j]
+        for j in range(n):
+            dx[i, j] = z[i, j] * (g[i, j] - s)
+
+
+@compiled.kernel(fastmath=compiled.REORDER)
+def _subtract_log_sum_loop(shifted, e, start, stop):
+    """shifted -= log of the row sum of e (= exp(shifted))."""
+    n = e.shape[1]
+    for i in range(start, stop):
+        s = 0.0
+        for j in range(n):
+            s += e[i, j]
+        lse = np.log(s)
+        for j in range(n):
+            shifted[i, j] = shifted[i, j] - lse
+
+
+def log_softmax_last(x: np.ndarray) -> np.ndarray:
+    """log_softmax of an array over its last axis, (x - m) - log(sum exp(x - m)), m the row max
+    (0 where it is infinite): the kernel LogSoftmaxOp and cross entropy share. The loop form
+    when it takes x (`_last_axis_rows`), else numpy's passes."""
+    if x.ndim and _last_axis_rows(x, (x.ndim - 1,)):
+        n = x.shape[-1]
+        rows = x.size // builtins.max(n, 1)
+        y = np.empty_like(x)
+        compiled.over_rows(_shift_by_max_loop, rows, n, x.reshape(rows, n), y.reshape(rows, n))
+        e = np.exp(y)
+        with np.errstate(divide="ignore"):
+            compiled.over_rows(_subtract_log_sum_loop, rows, n, y.reshape(rows, n), e.reshape(rows, n))
+        return y
+    shifted = x - _finite_max(x, (x.ndim - 1,) if x.ndim else ())
+    with np.errstate(divide="ignore"):
+        return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def _softmax_compiled(x: np.ndarray) -> np.ndarray:
+    n = x.shape[-1]
+    rows = x.size // builtins.max(n, 1)
+    z = np.empty_like(x)
+    x2, z2 = x.reshape(rows, n), z.reshape(rows, n)
+    compiled.over_rows(_shift_by_max_loop, rows, n, x2, z2)
+    np.exp(z, out=z)
+    compiled.over_rows(_normalize_sum_loop, rows, n, z2)
+    return z
 
 
 @method
@@ -536,9 +640,12 @@ class LogSoftmaxOp(Function):
     def forward(ctx, x, *, dim=-1):
         axis = normalize_dims(dim, x.ndim, "log_softmax")
         ctx.dtype, x = x.dtype, widened(x)
-        shifted = x - _finite_max(x, axis)
-        with np.errstate(divide="ignore"):
-            y = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+        if tuple(axis) == (x.ndim - 1,):
+            y = log_softmax_last(x)
+        else:
+            shifted = x - _finite_max(x, axis)
+            with np.errstate(divide="ignore"):
+                y = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
         ctx.save_for_backward(y)
         ctx.axis = axis
         return narrowed(y, ctx.dtype)
