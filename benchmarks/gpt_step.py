@@ -3,7 +3,8 @@
 The standard step: vocab 65, context 64, batch 16, 2 layers, 4 heads, d=64, MLP 256, GELU
 (tanh form), pre-norm, untied head, cross-entropy, Adam. `--config long` is the long-context
 step: context 1024, batch 2, 2 layers, 4 heads, d=128; `--config small` the small preset's
-(context 64, batch 12, 4 layers, 4 heads, d=128). Both frameworks start from the same
+(context 64, batch 12, 4 layers, 4 heads, d=128); `--config nanogpt` a nanoGPT-sized character
+model (context 128, batch 8, 4 layers, 4 heads, d=128). Both frameworks start from the same
 weights and batch, and the script checks that they compute the same loss. Each framework runs
 in its own process, so that peak memory (RSS) is its own.
 
@@ -26,6 +27,7 @@ CONFIGS = {
     "standard": dict(V=65, T=64, B=16, LAYERS=2, HEADS=4, C=64),
     "long": dict(V=65, T=1024, B=2, LAYERS=2, HEADS=4, C=128),
     "small": dict(V=65, T=64, B=12, LAYERS=4, HEADS=4, C=128),  # the small preset's sizes and batch
+    "nanogpt": dict(V=65, T=128, B=8, LAYERS=4, HEADS=4, C=128),  # a nanoGPT-sized character model
 }
 V, T, B, LAYERS, HEADS, C = CONFIGS["standard"].values()
 
