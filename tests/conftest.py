@@ -42,3 +42,16 @@ def one_thread_after():
     """Whatever thread setting a test makes, the next test starts with one thread again."""
     yield
     minigrad.set_num_threads(1)
+
+
+@pytest.fixture(params=[False, True], ids=["numpy", "compiled"])
+def both_kernel_paths(request):
+    """A test run twice: on the numpy kernels and on the compiled loop kernels
+    (minigrad.runtime.compiled), which must meet the same references. A file takes it with
+    `pytestmark = pytest.mark.usefixtures("both_kernel_paths")`."""
+    from minigrad.runtime import compiled
+
+    if request.param and not compiled.available():
+        pytest.skip("the compiled kernels need numba: pip install numba (the fast extra)")
+    with compiled.using(request.param):
+        yield request.param

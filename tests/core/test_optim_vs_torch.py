@@ -14,18 +14,11 @@ from hypothesis import strategies as st  # noqa: E402
 import minigrad as mg  # noqa: E402
 import minigrad.nn as nn  # noqa: E402
 import minigrad.optim as optim  # noqa: E402
-from minigrad.runtime import compiled  # noqa: E402
 
 fewer = settings(max_examples=max(10, settings.default.max_examples // 2))
 
 
-@pytest.fixture(autouse=True, params=[False, True], ids=["numpy", "compiled"])
-def kernel_path(request):
-    """Every test on both paths: numpy's kernels, and the compiled loop forms (minigrad.runtime.compiled)."""
-    if request.param and not compiled.available():
-        pytest.skip("the compiled kernels need numba: pip install numba")
-    with compiled.using(request.param):
-        yield request.param
+pytestmark = pytest.mark.usefixtures("both_kernel_paths")  # numpy and compiled kernels (conftest.py)
 
 
 SHAPES = [(3, 4), (5,), ()]  # a matrix, a vector and a 0-d parameter

@@ -13,19 +13,12 @@ from hypothesis import strategies as st
 import minigrad as mg
 import minigrad.nn as nn
 import minigrad.nn.functional as F
-from minigrad.runtime import compiled
 
 torch = pytest.importorskip("torch", reason="needs the torch extra")
 TF = torch.nn.functional
 
 
-@pytest.fixture(autouse=True, params=[False, True], ids=["numpy", "compiled"])
-def kernel_path(request):
-    """Every test on both paths: numpy's kernels, and the compiled loop forms (minigrad.runtime.compiled)."""
-    if request.param and not compiled.available():
-        pytest.skip("the compiled kernels need numba: pip install numba")
-    with compiled.using(request.param):
-        yield request.param
+pytestmark = pytest.mark.usefixtures("both_kernel_paths")  # numpy and compiled kernels (conftest.py)
 
 
 @st.composite

@@ -22,7 +22,6 @@ from hypothesis.extra import numpy as hnp
 import minigrad.nn.functional as F
 from minigrad import Tensor
 from minigrad.nn.functional import attention_reference
-from minigrad.runtime import compiled
 
 DTYPES = st.sampled_from([np.float32, np.float64])
 EXP_LIMIT = {np.float32: 88.0, np.float64: 709.0}  # exp(x) overflows a little past these
@@ -31,14 +30,7 @@ HUGE = {np.float32: 1e30, np.float64: 1e300}  # magnitudes whose squares overflo
 TINY = {np.float32: 1e-30, np.float64: 1e-300}
 
 
-@pytest.fixture(autouse=True, params=[False, True], ids=["numpy", "compiled"])
-def kernel_path(request):
-    """Every test twice: on the numpy kernels and on the compiled loop kernels
-    (minigrad.runtime.compiled), which must meet the same references."""
-    if request.param and not compiled.available():
-        pytest.skip("the compiled kernels need numba: pip install numba (the fast extra)")
-    with compiled.using(request.param):
-        yield request.param
+pytestmark = pytest.mark.usefixtures("both_kernel_paths")  # numpy and compiled kernels (conftest.py)
 
 
 def assert_close(got: np.ndarray, want: np.ndarray, tol: float, what: str, floor: float = 0.0) -> None:
