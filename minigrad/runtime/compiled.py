@@ -95,8 +95,11 @@ class Kernel:
 
     def __call__(self, *args: Any) -> Any:
         if self._compiled is None:
-            self._compiled = _jit()(nogil=True, cache=True, error_model="numpy",
-                                    fastmath=self.fastmath)(self.python)
+            options = dict(nogil=True, error_model="numpy", fastmath=self.fastmath)
+            try:
+                self._compiled = _jit()(cache=True, **options)(self.python)
+            except RuntimeError:  # numba found no folder it may write its cache to: compile each run
+                self._compiled = _jit()(cache=False, **options)(self.python)
         return self._compiled(*args)
 
 
