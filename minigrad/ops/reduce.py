@@ -515,11 +515,8 @@ class SoftmaxOp(Function):
         (z,) = ctx.saved
         if (g.shape == z.shape and g.dtype == z.dtype and g.flags.c_contiguous
                 and _last_axis_rows(z, ctx.axis)):
-            n = z.shape[-1]
             dx = np.empty_like(z)
-            rows = z.size // builtins.max(n, 1)
-            compiled.over_rows(_softmax_grad_loop, rows, n, g.reshape(rows, n), z.reshape(rows, n),
-                               dx.reshape(rows, n))
+            compiled.over_rows(_softmax_grad_loop, *_rows(z).shape, _rows(g), _rows(z), _rows(dx))
             return narrowed(dx, ctx.dtype)
         gz = g * z
         return narrowed(gz - z * gz.sum(axis=ctx.axis, keepdims=True), ctx.dtype)
@@ -528,6 +525,11 @@ class SoftmaxOp(Function):
 # The loop form of softmax over the last axis (minigrad.runtime.compiled): a row's max and shift in
 # one pass, numpy's vector exp in place (numba's exp is a call per element, several times slower),
 # the row's sum and scaling in one more; the backward in one. The numpy form above is the reference.
+
+
+def _rows(a: np.ndarray) -> np.ndarray:
+    """a (contiguous, at least 1-d) as the 2-D view (rows, last axis) the loops walk."""
+    return a.reshape(a.size // builtins.max(a.shape[-1], 1), a.shape[-1])
 
 
 def _last_axis_rows(x: np.ndarray, axis) -> bool:
@@ -589,31 +591,26 @@ def _subtract_log_sum_loop(shifted, e, start, stop):
 
 
 def log_softmax_last(x: np.ndarray) -> np.ndarray:
-    """log_softmax of an array over its last axis, (x - m) - log(sum exp(x - m)), m the row max
-    (0 where it is infinite): the kernel LogSoftmaxOp and cross entropy share. The loop form
-    when it takes x (`_last_axis_rows`), else numpy's passes."""
-    if x.ndim and _last_axis_rows(x, (x.ndim - 1,)):
-        n = x.shape[-1]
-        rows = x.size // builtins.max(n, 1)
+    """log_softmax of an array of at least one axis over its last, (x - m) - log(sum exp(x - m)),
+    m the row max (0 where it is infinite): the kernel LogSoftmaxOp and cross entropy share. The
+    loop form when it takes x (`_last_axis_rows`), else numpy's passes."""
+    if _last_axis_rows(x, (x.ndim - 1,)):
         y = np.empty_like(x)
-        compiled.over_rows(_shift_by_max_loop, rows, n, x.reshape(rows, n), y.reshape(rows, n))
+        compiled.over_rows(_shift_by_max_loop, *_rows(x).shape, _rows(x), _rows(y))
         e = np.exp(y)
         with np.errstate(divide="ignore"):
-            compiled.over_rows(_subtract_log_sum_loop, rows, n, y.reshape(rows, n), e.reshape(rows, n))
+            compiled.over_rows(_subtract_log_sum_loop, *_rows(y).shape, _rows(y), _rows(e))
         return y
-    shifted = x - _finite_max(x, (x.ndim - 1,) if x.ndim else ())
+    shifted = x - _finite_max(x, (x.ndim - 1,))
     with np.errstate(divide="ignore"):
         return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
 def _softmax_compiled(x: np.ndarray) -> np.ndarray:
-    n = x.shape[-1]
-    rows = x.size // builtins.max(n, 1)
     z = np.empty_like(x)
-    x2, z2 = x.reshape(rows, n), z.reshape(rows, n)
-    compiled.over_rows(_shift_by_max_loop, rows, n, x2, z2)
+    compiled.over_rows(_shift_by_max_loop, *_rows(x).shape, _rows(x), _rows(z))
     np.exp(z, out=z)
-    compiled.over_rows(_normalize_sum_loop, rows, n, z2)
+    compiled.over_rows(_normalize_sum_loop, *_rows(z).shape, _rows(z))
     return z
 
 

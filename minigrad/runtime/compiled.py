@@ -9,13 +9,15 @@ the tests run both and hold them to each other (tests/nn/test_compiled_kernels.p
 
     @kernel
     def scale_rows(x, s, out, start, stop):
-        for i in range(start, stop):
+        x, s, out = x[start:stop], s[start:stop], out[start:stop]  # (loops from 0 vectorize)
+        for i in range(x.shape[0]):
             for j in range(x.shape[1]):
                 out[i, j] = x[i, j] * s[i]
 
 A `Kernel` compiles at its first call, never at import (importing numba alone takes 0.4 s), and
 caches the machine code on disk (numba's `cache=True`: beside the source when the package folder
-is writable, else in the user's cache folder), so a later process loads it in milliseconds. The
+is writable, else in the user's cache folder), so a later process loads it instead of compiling
+again (a GPT step's kernels: 4.1 s to compile, 1.0 s to import numba and load them). The
 compiled loop releases the GIL (`nogil=True`), so `minigrad.runtime.parallel.run_spans` can split
 its rows over minigrad's own threads: a kernel takes (start, stop) and writes only those rows.
 numba's own thread pool (`parallel=True`) is never used: one pool, minigrad's, on the cores, with
@@ -105,8 +107,8 @@ class Kernel:
 
 def kernel(fn: Callable[..., Any] | None = None, *, fastmath: bool | set = False) -> Any:
     """Mark fn as a compiled loop kernel (see the module's docstring). `fastmath` takes numba's
-    flags; a kernel that must keep inf and NaN as IEEE arithmetic gives only {"reassoc",
-    "contract"} (sums may be reordered, which lets the compiler vectorize them)."""
+    flags: REORDER (sums reordered, so the compiler vectorizes them; inf and NaN kept) or
+    REORDER_FMA (fused multiply-adds too), below."""
     if fn is None:
         return lambda f: Kernel(f, fastmath)
     return Kernel(fn, fastmath)
