@@ -78,6 +78,8 @@ def test_the_wheel_installs_and_runs(tmp_path):
     outside.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
     env["PYTHONNOUSERSITE"] = "1"
+    env.pop("NUMBA_CACHE_DIR", None)
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # where compiled kernels' machine code goes
     # minigrad.export bridges to PyTorch: it is imported last, and only where torch is installed.
     names = SUBPACKAGES if importlib.util.find_spec("torch") else SUBPACKAGES[:-1]
     script = ("import importlib, sys\n"
@@ -102,3 +104,14 @@ def test_the_wheel_installs_and_runs(tmp_path):
     with open(outside / "run" / "log.csv") as f:
         assert [row.split(",")[0] for row in f.read().split()[1:]] == ["1", "2", "3", "4", "5"]
     assert (outside / "run" / "checkpoint.npz").is_file()
+
+    # Running writes nothing into the installed package (numba's default cache folder is the
+    # __pycache__ beside the source), so uninstalling removes it whole: a folder left behind would
+    # be imported as an empty namespace package ahead of a later editable install.
+    package = os.path.join(venv_site, "minigrad")
+    added = [os.path.relpath(os.path.join(path, f), venv_site).replace(os.sep, "/")
+             for path, _, files in os.walk(package) for f in files if not f.endswith(".pyc")]
+    assert sorted(set(added) - shipped) == []
+    _run([sys.executable, "-m", "pip", "--python", str(python), "uninstall", "--yes", "--quiet",
+          "--disable-pip-version-check", "minigrad"])
+    assert not os.path.exists(package), f"pip uninstall left {sorted(os.listdir(package))}"

@@ -15,9 +15,9 @@ the tests run both and hold them to each other (tests/nn/test_compiled_kernels.p
                 out[i, j] = x[i, j] * s[i]
 
 A `Kernel` compiles at its first call, never at import (importing numba alone takes 0.4 s), and
-caches the machine code on disk (numba's `cache=True`: beside the source when the package folder
-is writable, else in the user's cache folder), so a later process loads it instead of compiling
-again (a GPT step's kernels: 4.1 s to compile, 1.0 s to import numba and load them). The
+caches the machine code on disk, in `cache_folder()` (the user's cache folder, never the installed
+package's), so a later process loads it instead of compiling again (a GPT step's kernels: 4.1 s
+to compile, 1.0 s to import numba and load them). The
 compiled loop releases the GIL (`nogil=True`), so `minigrad.runtime.parallel.run_spans` can split
 its rows over minigrad's own threads: a kernel takes (start, stop) and writes only those rows.
 numba's own thread pool (`parallel=True`) is never used: one pool, minigrad's, on the cores, with
@@ -97,12 +97,40 @@ class Kernel:
 
     def __call__(self, *args: Any) -> Any:
         if self._compiled is None:
+            njit = _jit()
             options = dict(nogil=True, error_model="numpy", fastmath=self.fastmath)
             try:
-                self._compiled = _jit()(cache=True, **options)(self.python)
+                with _caching_in(cache_folder()):
+                    self._compiled = njit(cache=True, **options)(self.python)
             except RuntimeError:  # numba found no folder it may write its cache to: compile each run
-                self._compiled = _jit()(cache=False, **options)(self.python)
+                self._compiled = njit(cache=False, **options)(self.python)
         return self._compiled(*args)
+
+
+def cache_folder() -> str:
+    """Where the compiled kernels' machine code is kept: `NUMBA_CACHE_DIR` when set, else
+    minigrad/numba in the user's cache folder (`$XDG_CACHE_HOME`, else ~/.cache).
+
+    Never numba's default, the `__pycache__` beside the source: in an installed package those
+    files are not pip's, so `pip uninstall` would leave the folder behind, and a later editable
+    install of the package would import that empty folder (a namespace package) instead."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return os.environ["NUMBA_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "minigrad", "numba")
+
+
+@contextlib.contextmanager
+def _caching_in(folder: str) -> Iterator[None]:
+    """numba's cache folder is one setting for the process, read when a function is marked for
+    caching; set it for minigrad's kernels only, and put back what the program had."""
+    config = _numba.core.config
+    before = config.CACHE_DIR
+    config.CACHE_DIR = folder
+    try:
+        yield
+    finally:
+        config.CACHE_DIR = before
 
 
 def kernel(fn: Callable[..., Any] | None = None, *, fastmath: bool | set = False) -> Any:

@@ -33,6 +33,30 @@ def test_a_kernel_compiles_at_its_first_call_and_without_a_cache_folder(monkeypa
     assert asked == [True, False]
 
 
+def test_the_cache_folder_is_the_users_never_the_packages(monkeypatch, tmp_path):
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert compiled.cache_folder() == str(tmp_path / "minigrad" / "numba")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert compiled.cache_folder() == str(tmp_path / ".cache" / "minigrad" / "numba")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))
+    assert compiled.cache_folder() == str(tmp_path / "mine")
+
+
+def test_a_kernel_caches_in_the_cache_folder_and_leaves_numbas_setting(monkeypatch, tmp_path):
+    monkeypatch.setattr(compiled, "cache_folder", lambda: str(tmp_path))
+    compiled._jit()
+    config = compiled._numba.core.config
+    before = config.CACHE_DIR
+    k = compiled.kernel(_twice)
+    x, out = np.arange(3.0), np.empty(3)
+    k(x, out, 0, 3)
+    np.testing.assert_array_equal(out, 2 * x)
+    assert config.CACHE_DIR == before
+    assert [p.suffix for p in tmp_path.rglob("*_twice*")].count(".nbi") == 1
+
+
 def test_set_enabled_names_the_missing_package(monkeypatch):
     monkeypatch.setattr(compiled, "available", lambda: False)
     with pytest.raises(ModuleNotFoundError, match="pip install numba"):
