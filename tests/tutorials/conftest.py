@@ -20,6 +20,15 @@ class _Runs:
         return self._done[path]
 
 
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist each worker has its own session, so tests of the runs spread over two
+    workers would make every run twice (5 minutes of CPU each time): they all go to one worker
+    (setup.cfg's `--dist loadgroup`)."""
+    for item in items:
+        if {"runs", "native_runs"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("tutorial_runs"))
+
+
 @pytest.fixture(scope="session")
 def _tutorial_runs(tmp_path_factory):
     return _Runs(tmp_path_factory)
