@@ -7,7 +7,8 @@ form) and in PyTorch 2.13 (CPU, eager), at 1 and 2 threads, in one process, taki
 Shapes are those of the benchmark GPT step (benchmarks/gpt_step.py) and of a longer one: layer
 norm on (1024, 64) and (16384, 128), GELU (tanh) on (16, 64, 256) and (2, 1024, 512), softmax
 over the last axis of (64, 64, 64) (attention weights of 16 x 4 heads at T = 64), cross entropy
-of (1024, 65) logits. Each figure is the median over rounds of the best of `--repeat` calls;
+of (1024, 65) logits, embedding of 1024 ids into (65, 64) and (65, 128) weights (shown as
+ids x rows x features). Each figure is the median over rounds of the best of `--repeat` calls;
 the ratio is minigrad's compiled form (its numpy form when numba is absent) over PyTorch's, and
 the numpy/compiled column shows what the compiled form gains.
 """
@@ -48,6 +49,11 @@ def cases():
     out.append(("cross entropy", shape, (f32(*shape, scale=2.0), target),
                 lambda F, x, t: F.cross_entropy(x, t).backward(),
                 lambda TF, x, t: TF.cross_entropy(x, t).backward()))
+    for ids, width in ((1024, 64), (1024, 128)):  # B x T ids of the GPT step and of nanoGPT's
+        arrays = (rng.integers(0, 65, ids), f32(65, width), f32(ids, width))
+        out.append(("embedding", (ids, 65, width), arrays,
+                    lambda F, i, w, g: F.embedding(i, w).backward(g),
+                    lambda TF, i, w, g: TF.embedding(i, w).backward(g)))
     return out
 
 

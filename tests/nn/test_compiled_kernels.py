@@ -8,9 +8,9 @@ both paths to the exact results at the extremes (constant rows, overflowing vari
 NaN, GELU at huge |x|), measure the tanh GELU's accuracy against float64, check that a result
 does not depend on the thread count, and that the off switches really switch the loops off.
 
-Softmax and log_softmax over the last axis are Cases too; cross entropy (integer targets, which
-a Case cannot draw) and Adam's update (an optimizer, not an op) have their own tests below in
-the same style.
+Softmax and log_softmax over the last axis are Cases too; cross entropy and embedding's
+backward (integer targets and ids, which a Case cannot draw) and Adam's update (an optimizer,
+not an op) have their own tests below in the same style.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import minigrad as mg
 import minigrad.nn.activation as activation
 import minigrad.nn.functional as F
 import minigrad.nn.normalization as normalization
+import minigrad.nn.sparse as sparse
 import minigrad.ops.reduce as reduce_ops
 import minigrad.optim as optim
 import minigrad.optim.optimizers as optimizers
@@ -682,6 +683,66 @@ def test_cross_entropy_does_not_depend_on_the_thread_count():
         mg.set_num_threads(1)
     for i, (a, b) in enumerate(zip(one, two)):
         _same_bits(a, b, f"cross_entropy output {i}")
+
+
+# ----------------------------------------------------------------------------- embedding's backward
+
+
+@st.composite
+def _scatter_inputs(draw):
+    """(ids, rows, num_rows): ids with repeats (few rows to hit), any count from 0, 0-wide rows."""
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    num_rows = draw(st.integers(1, 6))
+    count, width = draw(st.integers(0, 30)), draw(st.integers(0, 5))
+    ids = draw(hnp.arrays(draw(st.sampled_from([np.int64, np.int32])), count,
+                          elements=st.integers(0, num_rows - 1)))
+    big = float(dtype(1e30))
+    finite = st.floats(-big, big, allow_subnormal=False, width=32 if dtype is np.float32 else 64)
+    rows = draw(hnp.arrays(dtype, (count, width), elements=finite))
+    return ids, rows, num_rows
+
+
+@given(case=_scatter_inputs())
+def test_embedding_scatter_add_loop_is_np_add_at_to_the_bit(case):
+    """The loop adds the rows of an id in their order, as np.add.at does: the same bits, also
+    where a huge row cancels (the numpy form's sorted sums may differ there in the last bits)."""
+    ids, rows, num_rows = case
+    want = sparse.scatter_add_rows_reference(ids, rows, num_rows)
+    with compiled.using(True):
+        got = sparse.scatter_add_rows(ids, rows, num_rows)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(got, want), f"ids {ids.tolist()}\n{got}\n{want}"
+
+
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_gradient_is_the_same_on_both_paths(monkeypatch, padding_idx):
+    """Through nn.Embedding (ids of shape (B, T), repeats, the padding row) both paths give the
+    weight's gradient of np.add.at (the compiled one to the bit, the numpy one's sorted sums to
+    rounding); with using(False) a broken loop is never called."""
+    rng = np.random.default_rng(12)
+    ids = rng.integers(0, 7, (3, 9))
+    g = rng.standard_normal((3, 9, 4)).astype(np.float32)
+
+    def weight_grad(flag):
+        with compiled.using(flag):
+            emb = mg.nn.Embedding(7, 4, padding_idx=padding_idx)
+            emb.weight.data = mg.tensor(np.arange(28, dtype=np.float32).reshape(7, 4))
+            emb(mg.tensor(ids)).backward(mg.tensor(g))
+            return emb.weight.grad.numpy()
+
+    want = sparse.scatter_add_rows_reference(ids.reshape(-1), g.reshape(-1, 4), 7)
+    if padding_idx is not None:
+        want[padding_idx] = 0
+    got = weight_grad(True)
+    assert np.array_equal(got, want)
+
+    def broken(*args):
+        raise RuntimeError("_scatter_add_rows_loop called")
+
+    monkeypatch.setattr(sparse, "_scatter_add_rows_loop", broken)
+    np.testing.assert_allclose(weight_grad(False), want, rtol=1e-6, atol=1e-6)
+    with pytest.raises(RuntimeError, match="_scatter_add_rows_loop called"):
+        weight_grad(True)
 
 
 # ----------------------------------------------------------------------------- the off switches
