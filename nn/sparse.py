@@ -85,7 +85,8 @@ def scatter_add_rows(ids: np.ndarray, rows: np.ndarray, num_rows: int) -> np.nda
 def _scatter_add_rows_loop(ids, rows, out):
     """out[ids[i]] += rows[i] for i = 0, 1, ... in order: np.add.at's sums, to the bit, in one
     pass with no sort (1024 ids of 64 features: 7 us against the numpy form's 140). One thread:
-    rows of the same id would race."""
+    rows of the same id would race. The ids are in range (`embedding` checks them): the compiled
+    loop does not check its indices."""
     for i in range(ids.shape[0]):
         target, row = out[ids[i]], rows[i]
         for j in range(row.shape[0]):
