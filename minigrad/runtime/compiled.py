@@ -99,10 +99,13 @@ class Kernel:
         if self._compiled is None:
             njit = _jit()
             options = dict(nogil=True, error_model="numpy", fastmath=self.fastmath)
+            folder = cache_folder()
             try:
-                with _caching_in(cache_folder()):
+                if not _writable(folder):  # else numba would fall back to the package's folder
+                    raise RuntimeError(f"cannot write the compiled kernels' cache to {folder}")
+                with _caching_in(folder):
                     self._compiled = njit(cache=True, **options)(self.python)
-            except RuntimeError:  # numba found no folder it may write its cache to: compile each run
+            except RuntimeError:  # no folder to write the cache to: compile in each process
                 self._compiled = njit(cache=False, **options)(self.python)
         return self._compiled(*args)
 
@@ -118,6 +121,15 @@ def cache_folder() -> str:
         return os.environ["NUMBA_CACHE_DIR"]
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "minigrad", "numba")
+
+
+def _writable(folder: str) -> bool:
+    """Whether folder exists or can be made, and may be written to."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
 
 
 @contextlib.contextmanager

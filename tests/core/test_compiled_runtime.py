@@ -57,6 +57,25 @@ def test_a_kernel_caches_in_the_cache_folder_and_leaves_numbas_setting(monkeypat
     assert [p.suffix for p in tmp_path.rglob("*_twice*")].count(".nbi") == 1
 
 
+def test_an_unwritable_cache_folder_compiles_without_a_cache(monkeypatch, tmp_path):
+    """Not numba's fallback, the __pycache__ inside the installed package: no cache at all."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setattr(compiled, "cache_folder", lambda: str(blocker / "numba"))
+    real = compiled._jit()
+    asked = []
+
+    def jit(**options):
+        asked.append(options["cache"])
+        return real(**options)
+
+    monkeypatch.setattr(compiled, "_jit", lambda: jit)
+    x, out = np.arange(4.0), np.empty(4)
+    compiled.kernel(_twice)(x, out, 0, 4)
+    np.testing.assert_array_equal(out, 2 * x)
+    assert asked == [False]
+
+
 def test_set_enabled_names_the_missing_package(monkeypatch):
     monkeypatch.setattr(compiled, "available", lambda: False)
     with pytest.raises(ModuleNotFoundError, match="pip install numba"):
