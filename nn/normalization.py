@@ -148,7 +148,7 @@ class LayerNormOp(Function):
         y = np.empty(x2.shape, accumulation_dtype(out_dtype))
         w = None if weight is None else widened(weight.reshape(-1))
         b = None if bias is None else widened(bias.reshape(-1))
-        if _compiled_rows(x2, y):
+        if compiled.takes(x2, y):
             _normalize_compiled(x2, w, b, eps, y, x_hat, rstd)
         else:
             _normalize_numpy(x2, w, b, eps, y, x_hat, rstd)
@@ -163,7 +163,7 @@ class LayerNormOp(Function):
         needs = ctx.needs_input_grad
         w = None if weight is None else widened(weight.reshape(-1))
         want_w, want_b = weight is not None and needs[1], len(needs) > 2 and needs[2]
-        if needs[0] and _compiled_rows(g2, x_hat):
+        if needs[0] and compiled.takes(g2, x_hat):
             dx, dw, db = _normalize_grad_compiled(g2, w, x_hat, rstd, want_w or want_b)
         else:
             dx = dw = db = None
@@ -255,13 +255,6 @@ def _normalize_rows_grad(g: np.ndarray, w: np.ndarray | None, x_hat: np.ndarray,
 # row for the statistics and one for the output (five and seven passes in numpy), when numba is
 # installed (minigrad.runtime.compiled). A row's sums are taken in float64 from its first value
 # (x - x_0): a constant row's mean is then exactly its value, as `exact_row_means` ensures above.
-
-
-def _compiled_rows(*arrays: np.ndarray) -> bool:
-    """Whether the loop form takes these (rows, features) arrays: compiled kernels on, float32 or
-    float64, C-contiguous."""
-    return (compiled.enabled() and all(a.dtype in (np.float32, np.float64) and a.flags.c_contiguous
-                                       for a in arrays))
 
 
 @compiled.kernel(fastmath=compiled.REORDER)

@@ -65,7 +65,7 @@ def scatter_add_rows(ids: np.ndarray, rows: np.ndarray, num_rows: int) -> np.nda
     out = np.zeros((num_rows, rows.shape[1]), dtype=rows.dtype)
     if ids.size == 0:
         return out
-    if compiled.enabled() and rows.dtype in (np.float32, np.float64) and ids.dtype.kind in "iu":
+    if compiled.takes(rows) and ids.dtype.kind in "iu":
         _scatter_add_rows_loop(ids, rows, out)
         return out
     if np.all(ids[1:] > ids[:-1]):  # no repeats, in order (positions 0..T-1): a plain copy

@@ -535,8 +535,7 @@ def _rows(a: np.ndarray) -> np.ndarray:
 def _last_axis_rows(x: np.ndarray, axis) -> bool:
     """Whether softmax's loop form takes x: compiled kernels on, float32 or float64, C-contiguous,
     over the last axis only, and not 0-d."""
-    return (compiled.enabled() and x.ndim > 0 and tuple(axis) == (x.ndim - 1,)
-            and x.dtype in (np.float32, np.float64) and x.flags.c_contiguous)
+    return compiled.takes(x) and x.ndim > 0 and tuple(axis) == (x.ndim - 1,)
 
 
 @compiled.kernel(fastmath=compiled.REORDER)

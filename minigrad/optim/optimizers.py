@@ -183,8 +183,7 @@ class Adam(Optimizer):
 def _compiled_update(p: np.ndarray, *arrays: np.ndarray) -> bool:
     """Whether Adam's loop form takes this parameter: compiled kernels on (minigrad.runtime.compiled),
     float32 or float64, and the gradient and both moments contiguous in p's dtype."""
-    return (compiled.enabled() and p.dtype in (np.float32, np.float64) and p.flags.c_contiguous
-            and all(a.dtype == p.dtype and a.flags.c_contiguous for a in arrays))
+    return compiled.takes(p, *arrays) and all(a.dtype == p.dtype for a in arrays)
 
 
 @compiled.kernel  # (no reordering: beta2 v + (1 - beta2) g^2 reassociated lost 500 ulp of v in float64)

@@ -17,9 +17,9 @@ the tests run both and hold them to each other (tests/nn/test_compiled_kernels.p
 A `Kernel` compiles at its first call, never at import (importing numba alone takes 0.4 s), and
 caches the machine code on disk, in `cache_folder()` (the user's cache folder, never the installed
 package's), so a later process loads it instead of compiling again (a GPT step's kernels: 4.1 s
-to compile, 1.0 s to import numba and load them). The
-compiled loop releases the GIL (`nogil=True`), so `minigrad.runtime.parallel.run_spans` can split
-its rows over minigrad's own threads: a kernel takes (start, stop) and writes only those rows.
+to compile, 1.0 s to import numba and load them). The compiled loop releases the GIL
+(`nogil=True`), so `minigrad.runtime.parallel.run_spans` can split its rows over minigrad's own
+threads: a kernel takes (start, stop) and writes only those rows.
 numba's own thread pool (`parallel=True`) is never used: one pool, minigrad's, on the cores, with
 BLAS held to one thread beside it (minigrad.runtime.threads), and results that do not depend on
 the thread count.
@@ -36,6 +36,8 @@ import functools
 import importlib.util
 import os
 from typing import Any, Callable, Iterator
+
+import numpy as np
 
 from .parallel import run_spans
 
@@ -62,6 +64,12 @@ def _from_environment() -> bool:
     if value not in ("0", "1", "false", "true", "off", "on", ""):
         raise ValueError(f"MINIGRAD_COMPILED must be 0 or 1, not {value!r}")
     return value not in ("0", "false", "off") and available()
+
+
+def takes(*arrays: np.ndarray) -> bool:
+    """Whether a loop form may take these arrays: compiled kernels on, and every array float32 or
+    float64 and C-contiguous (what the loops are compiled and vectorised for)."""
+    return enabled() and all(a.dtype in (np.float32, np.float64) and a.flags.c_contiguous for a in arrays)
 
 
 def set_enabled(flag: bool) -> None:
@@ -100,12 +108,13 @@ class Kernel:
             njit = _jit()
             options = dict(nogil=True, error_model="numpy", fastmath=self.fastmath)
             folder = cache_folder()
-            try:
-                if not _writable(folder):  # else numba would fall back to the package's folder
-                    raise RuntimeError(f"cannot write the compiled kernels' cache to {folder}")
-                with _caching_in(folder):
-                    self._compiled = njit(cache=True, **options)(self.python)
-            except RuntimeError:  # no folder to write the cache to: compile in each process
+            if _writable(folder):  # (else numba would fall back to the package's own folder)
+                try:
+                    with _caching_in(folder):
+                        self._compiled = njit(cache=True, **options)(self.python)
+                except RuntimeError:  # numba found no way to cache this function
+                    pass
+            if self._compiled is None:  # no cache: compile in each process
                 self._compiled = njit(cache=False, **options)(self.python)
         return self._compiled(*args)
 
